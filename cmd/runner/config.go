@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+)
+
+// Config is the project's settings: runner.yaml, then RUNNER_* environment
+// variables, then flags, each overriding the one before.
+type Config struct {
+	// Paths are the files and directories definitions are loaded from.
+	Paths []string `koanf:"paths"`
+}
+
+// defaultPaths are loaded when no runner.yaml names others.
+var defaultPaths = []string{"pipelines", "agents", "rules"}
+
+// loadConfig reads the settings for cmd.
+func loadConfig(cmd *cobra.Command) (*Config, error) {
+	k := koanf.New(".")
+	name, _ := cmd.Flags().GetString("config")
+	if name == "" {
+		name = "runner.yaml"
+		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+			name = ""
+		}
+	}
+	if name != "" {
+		if err := k.Load(file.Provider(name), yaml.Parser()); err != nil {
+			return nil, err
+		}
+	}
+	err := k.Load(env.Provider(".", env.Opt{Prefix: "RUNNER_", TransformFunc: func(key, v string) (string, any) {
+		key = strings.ToLower(strings.TrimPrefix(key, "RUNNER_"))
+		if key == "paths" {
+			return key, strings.Split(v, ",")
+		}
+		return key, v
+	}}), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.Load(posflag.Provider(cmd.Flags(), ".", k), nil); err != nil {
+		return nil, err
+	}
+	cfg := &Config{}
+	if err := k.Unmarshal("", cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.Paths) == 0 {
+		cfg.Paths = existing(defaultPaths)
+	}
+	return cfg, nil
+}
+
+// existing returns the paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loadProject loads and checks the definitions at paths.
+func loadProject(paths []string) (*dsl.Project, []*dsl.Document, dsl.Diagnostics, error) {
+	checker, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	docs, diags := dsl.Load(paths...)
+	proj, more := checker.Check(docs)
+	return proj, docs, append(diags, more...).Sorted(), nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/dsl"
+)
+
+func newGraph() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "graph NAME",
+		Short: "Print the topology of a pipeline, or of an agent's pipeline",
+		Long: `Graph prints the nodes and routes of the pipeline NAME (or of the pipeline
+of the agent NAME) as Mermaid or Graphviz dot; conditional routes are
+labelled with their conditions.`,
+		Args: cobra.ExactArgs(1),
+		RunE: runGraph,
+	}
+	cmd.Flags().String("format", "mermaid", "output format: mermaid or dot")
+	return cmd
+}
+
+func runGraph(cmd *cobra.Command, args []string) error {
+	format, _ := cmd.Flags().GetString("format")
+	if format != "mermaid" && format != "dot" {
+		return usageErr(fmt.Errorf("unknown --format %q: use mermaid or dot", format))
+	}
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return usageErr(err)
+	}
+	proj, docs, diags, err := loadProject(cfg.Paths)
+	if err != nil {
+		return usageErr(err)
+	}
+	if diags.HasErrors(false) {
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
+		return &exitError{code: 1, err: fmt.Errorf("definitions are invalid; fix them first")}
+	}
+	p := proj.Pipelines[args[0]]
+	if a, ok := proj.Agents[args[0]]; ok && p == nil {
+		p = proj.Pipelines[a.Pipeline]
+	}
+	if p == nil {
+		return usageErr(fmt.Errorf("no pipeline or agent named %q", args[0]))
+	}
+	if format == "dot" {
+		writeDot(cmd.OutOrStdout(), p)
+	} else {
+		writeMermaid(cmd.OutOrStdout(), p)
+	}
+	return nil
+}
+
+// edges calls f for every route of p, labelled with its condition.
+func edges(p *dsl.Pipeline, f func(from, to, label string)) {
+	for _, n := range p.Nodes {
+		for _, r := range n.Next {
+			label := ""
+			if r.When != nil {
+				label = r.When.Program.Text()
+			}
+			f(n.Name, r.To, label)
+		}
+		if n.OnError != "" {
+			f(n.Name, n.OnError, "on error")
+		}
+	}
+}
+
+func writeMermaid(w io.Writer, p *dsl.Pipeline) {
+	fmt.Fprintln(w, "flowchart TD")
+	fmt.Fprintf(w, "  START([START]) --> %s\n", p.Start)
+	for _, n := range p.Nodes {
+		fmt.Fprintf(w, "  %s[\"%s<br/><small>%s</small>\"]\n", n.Name, n.Name, n.Type)
+	}
+	fmt.Fprintln(w, "  END([END])")
+	edges(p, func(from, to, label string) {
+		if label == "" {
+			fmt.Fprintf(w, "  %s --> %s\n", from, to)
+			return
+		}
+		fmt.Fprintf(w, "  %s -- \"%s\" --> %s\n", from, mermaidEscape(label), to)
+	})
+}
+
+func writeDot(w io.Writer, p *dsl.Pipeline) {
+	fmt.Fprintf(w, "digraph %q {\n  START [shape=circle];\n  END [shape=doublecircle];\n", p.Name)
+	fmt.Fprintf(w, "  START -> %q;\n", p.Start)
+	for _, n := range p.Nodes {
+		fmt.Fprintf(w, "  %q [shape=box, label=%q];\n", n.Name, n.Name+"\n("+n.Type+")")
+	}
+	edges(p, func(from, to, label string) {
+		if label == "" {
+			fmt.Fprintf(w, "  %q -> %q;\n", from, to)
+			return
+		}
+		fmt.Fprintf(w, "  %q -> %q [label=%q];\n", from, to, label)
+	})
+	fmt.Fprintln(w, "}")
+}
+
+func mermaidEscape(s string) string {
+	return strings.NewReplacer(`"`, "#quot;", "\n", " ").Replace(s)
+}

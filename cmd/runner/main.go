@@ -1,0 +1,64 @@
+// Command runner validates, draws and runs declarative agent pipelines.
+//
+// Exit codes: 0 success, 1 invalid definitions (or a failed run), 2 usage or
+// I/O error.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// usageErr wraps an error as a usage/IO failure (exit 2).
+func usageErr(err error) error { return &exitError{code: 2, err: err} }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "runner:", ee.err)
+		}
+		return ee.code
+	default: // cobra's own usage errors
+		fmt.Fprintln(os.Stderr, "runner:", err)
+		return 2
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "runner",
+		Short:         "Declarative agent pipelines: validate, graph and run YAML-defined agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
+	root.AddCommand(newValidate(), newGraph())
+	return root
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/dsl"
+)
+
+func newValidate() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "validate [PATH...]",
+		Short: "Check definitions: schema, references, expressions and graphs",
+		Long: `Validate checks every document under PATH (default: the project's paths)
+and prints every problem as file:line:col: severity: message.
+
+Exit status: 0 valid, 1 invalid, 2 usage or I/O error.`,
+		RunE: runValidate,
+	}
+	cmd.Flags().String("format", dsl.FormatText, "output format: text, json or github")
+	cmd.Flags().Bool("strict", false, "fail on warnings too")
+	return cmd
+}
+
+func runValidate(cmd *cobra.Command, args []string) error {
+	format, _ := cmd.Flags().GetString("format")
+	strict, _ := cmd.Flags().GetBool("strict")
+	if format != dsl.FormatText && format != dsl.FormatJSON && format != dsl.FormatGitHub {
+		return usageErr(fmt.Errorf("unknown --format %q: use text, json or github", format))
+	}
+	paths := args
+	if len(paths) == 0 {
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			return usageErr(err)
+		}
+		paths = cfg.Paths
+	}
+	if len(paths) == 0 {
+		return usageErr(errors.New("nothing to validate: no pipelines/, agents/ or rules/ here; name files or directories, or set paths in runner.yaml"))
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return usageErr(err)
+		}
+	}
+	_, docs, diags, err := loadProject(paths)
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := dsl.WriteReport(cmd.OutOrStdout(), diags, format, sources(docs)); err != nil {
+		return usageErr(err)
+	}
+	if diags.HasErrors(strict) {
+		return &exitError{code: 1}
+	}
+	if format == dsl.FormatText {
+		fmt.Fprintf(cmd.ErrOrStderr(), "ok: %d documents valid\n", len(docs))
+	}
+	return nil
+}
+
+// sources returns a lookup of file contents for carets, reading files that
+// produced no document on demand.
+func sources(docs []*dsl.Document) func(string) []byte {
+	m := map[string][]byte{}
+	for _, d := range docs {
+		m[d.File] = d.Src
+	}
+	return func(file string) []byte {
+		if src, ok := m[file]; ok {
+			return src
+		}
+		src, _ := os.ReadFile(file)
+		m[file] = src
+		return src
+	}
+}

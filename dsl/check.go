@@ -1,0 +1,220 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Checker validates documents: schema, references, expressions and graphs.
+// It is safe for concurrent use once built.
+type Checker struct {
+	reg     *Registry
+	schemas *schemaSet
+}
+
+// NewChecker returns a checker for the node types in reg.
+func NewChecker(reg *Registry) (*Checker, error) {
+	s, err := newSchemaSet(reg)
+	if err != nil {
+		return nil, fmt.Errorf("compiling schemas: %w", err)
+	}
+	return &Checker{reg: reg, schemas: s}, nil
+}
+
+// check holds the state of one Check call.
+type check struct {
+	*Checker
+	diags Diagnostics
+	// byKind indexes every document with a name, schema-valid or not, so a
+	// reference to a broken document is not also reported as unknown.
+	byKind map[string]map[string]*Document
+	valid  map[*Document]bool
+	used   map[string]map[string]bool // kind -> names referred to
+	proj   *Project
+}
+
+// Check validates docs and returns the checked project with every
+// diagnostic found, sorted. The project is complete only when the
+// diagnostics hold no error.
+func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
+	k := &check{
+		Checker: c,
+		byKind:  map[string]map[string]*Document{},
+		valid:   map[*Document]bool{},
+		used:    map[string]map[string]bool{},
+		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
+			RuleSets: map[string]*RuleSet{}, Docs: docs},
+	}
+	for _, d := range docs {
+		k.index(d)
+	}
+	k.checkKind(KindRuleSet, k.ruleSet)
+	k.checkKind(KindPipeline, k.pipeline)
+	k.checkKind(KindTool, k.tool)
+	k.checkKind(KindSkill, k.skill)
+	k.checkKind(KindModel, func(*Document) {})
+	k.checkKind(KindAgent, k.agent)
+	k.checkKind(KindTest, k.test)
+	k.subgraphCycles()
+	k.unused(KindTool, "tool")
+	k.unused(KindSkill, "skill")
+	return k.proj, k.diags.Sorted()
+}
+
+// index validates a document's schema and records its name.
+func (k *check) index(d *Document) {
+	k.valid[d] = k.schemas.validate(d, &k.diags)
+	if d.Kind == "" || d.Name == "" {
+		return
+	}
+	names := k.byKind[d.Kind]
+	if names == nil {
+		names = map[string]*Document{}
+		k.byKind[d.Kind] = names
+	}
+	if prev, dup := names[d.Name]; dup {
+		k.diags.Errorf(d.Pos(mapGet(d.Get("metadata"), "name")),
+			"duplicate %s %q (first defined at %s)", d.Kind, d.Name, prev.Pos(mapGet(prev.Get("metadata"), "name")))
+		return
+	}
+	names[d.Name] = d
+}
+
+// checkKind runs f on every schema-valid document of kind, in file order.
+func (k *check) checkKind(kind string, f func(*Document)) {
+	for _, d := range k.proj.Docs {
+		if d.Kind == kind && k.valid[d] && k.byKind[kind][d.Name] == d {
+			f(d)
+		}
+	}
+}
+
+// ref checks that n names a document of kind and marks it used.
+func (k *check) ref(d *Document, n *yaml.Node, kind, what string) bool {
+	if n == nil {
+		return false
+	}
+	name := n.Value
+	if k.used[kind] == nil {
+		k.used[kind] = map[string]bool{}
+	}
+	k.used[kind][name] = true
+	if _, ok := k.byKind[kind][name]; ok {
+		return true
+	}
+	k.diags.Errorf(d.Pos(n), "unknown %s %q", what, name).Hint = didYouMean(name, k.names(kind))
+	return false
+}
+
+// refs checks a list of names with ref.
+func (k *check) refs(d *Document, list *yaml.Node, kind, what string) []string {
+	var out []string
+	for _, n := range items(list) {
+		if k.ref(d, n, kind, what) {
+			out = append(out, n.Value)
+		}
+	}
+	return out
+}
+
+// names returns the names of the documents of kind, sorted.
+func (k *check) names(kind string) []string {
+	var out []string
+	for n := range k.byKind[kind] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unused warns about documents of kind that nothing refers to. It says
+// nothing while a document is skipped for schema errors: its references
+// are unknown.
+func (k *check) unused(kind, what string) {
+	for _, ok := range k.valid {
+		if !ok {
+			return
+		}
+	}
+	for _, name := range k.names(kind) {
+		if !k.used[kind][name] {
+			d := k.byKind[kind][name]
+			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), "%s %q is not used by any agent, skill, pipeline or test", what, name)
+		}
+	}
+}
+
+// docLang returns the document's default expression language.
+func docLang(d *Document, def Lang) Lang {
+	if l := scalarValue(d.Get("language")); l != "" {
+		return Lang(l)
+	}
+	return def
+}
+
+// source builds the expression source of a YAML value: a scalar in the
+// document's language, or {cel: ...} / {expr: ...}.
+func source(d *Document, n *yaml.Node, lang Lang) Source {
+	if n.Kind == yaml.MappingNode && len(n.Content) == 2 {
+		lang, n = Lang(n.Content[0].Value), n.Content[1]
+	}
+	return Source{Text: n.Value, Lang: lang, File: d.File, Node: n, Src: d.Src}
+}
+
+// compile compiles the expression at n and adds its diagnostics.
+func (k *check) compile(d *Document, n *yaml.Node, lang Lang, env *Env, want *Type) *Program {
+	p, ds := Compile(source(d, n, lang), env, want)
+	k.diags = append(k.diags, ds...)
+	return p
+}
+
+// typeOf reads a declared type ({type: ..., items: ..., properties: ...}).
+func typeOf(n *yaml.Node) *Type {
+	t := &Type{Kind: Kind(scalarValue(mapGet(n, "type")))}
+	if t.Kind == "" {
+		t.Kind = Any
+	}
+	if it := mapGet(n, "items"); it != nil {
+		t.Items = typeOf(it)
+	} else if t.Kind == Array {
+		t.Items = AnyType
+	}
+	if props := mapGet(n, "properties"); props != nil && t.Kind == Object {
+		t.Fields = map[string]*Type{}
+		pairs(props, func(k, v *yaml.Node) { t.Fields[k.Value] = typeOf(v) })
+	}
+	return t
+}
+
+// objectOf reads a mapping of declared types as a closed object; a missing
+// mapping is an open object.
+func objectOf(n *yaml.Node) *Type {
+	if n == nil {
+		return &Type{Kind: Object}
+	}
+	t := ObjectOf(map[string]*Type{})
+	pairs(n, func(k, v *yaml.Node) { t.Fields[k.Value] = typeOf(v) })
+	return t
+}
+
+// sameType reports whether two declared types agree (Any agrees with all).
+func sameType(a, b *Type) bool {
+	if a == nil || b == nil || a.Kind == Any || b.Kind == Any {
+		return true
+	}
+	if a.Kind != b.Kind {
+		return (a.Kind == Integer && b.Kind == Number) || (a.Kind == Number && b.Kind == Integer)
+	}
+	return a.Kind != Array || sameType(a.Items, b.Items)
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

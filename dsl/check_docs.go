@@ -1,0 +1,203 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// agent checks an Agent's references and budget.
+func (k *check) agent(d *Document) {
+	a := &Agent{Doc: d, Name: d.Name, Pipeline: scalarValue(d.Get("pipeline")), Model: scalarValue(d.Get("model")),
+		Persona: scalarValue(d.Get("persona"))}
+	k.ref(d, d.Get("pipeline"), KindPipeline, "pipeline")
+	if m := d.Get("model"); m != nil {
+		k.ref(d, m, KindModel, "model")
+	}
+	a.Skills = k.refs(d, d.Get("skills"), KindSkill, "skill")
+	a.Tools = k.refs(d, d.Get("tools"), KindTool, "tool")
+	p := k.proj.Pipelines[a.Pipeline]
+	for _, n := range items(d.Get("rules")) {
+		if k.ref(d, n, KindRuleSet, "rule set") {
+			a.Rules = append(a.Rules, n.Value)
+			k.bindRules(d, n, n.Value, p)
+		}
+	}
+	if b := d.Get("budget"); b != nil {
+		if err := b.Decode(&a.Budget); err != nil {
+			k.diags.Errorf(d.Pos(b), "budget: %s", cleanDecodeError(err))
+		}
+		k.onExceed(d, mapGet(b, "on_exceed"), p)
+	}
+	k.proj.Agents[a.Name] = a
+}
+
+// onExceed checks a budget's on_exceed: fail, interrupt or a node name.
+func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
+	if n == nil || n.Value == "fail" || n.Value == "interrupt" || p == nil || p.Node(n.Value) != nil {
+		return
+	}
+	k.diags.Errorf(d.Pos(n), "budget.on_exceed must be fail, interrupt or a node of pipeline %q, not %q", p.Name, n.Value).Hint =
+		didYouMean(n.Value, append(nodeNames(p), "fail", "interrupt"))
+}
+
+// tool checks a Tool: its parameter and return schemas compile, its
+// expressions compile against its arguments.
+func (k *check) tool(d *Document) {
+	params := k.jsonSchema(d, d.Get("parameters"))
+	k.jsonSchema(d, d.Get("returns"))
+	lang := docLang(d, Expr)
+	args := schemaType(params)
+	if e := d.Get("expr"); e != nil {
+		k.compile(d, e, lang, NewEnv(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
+	}
+	if h := d.Get("http"); h != nil {
+		k.httpTool(d, h, lang, args)
+	}
+}
+
+func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) {
+	secrets := ObjectOf(map[string]*Type{})
+	pairs(mapGet(h, "secrets"), func(key, _ *yaml.Node) { secrets.Fields[key.Value] = StringType })
+	env := NewEnv(map[string]*Type{"args": args, "secrets": secrets})
+	templ := func(n *yaml.Node) {
+		if n != nil {
+			_, ds := CompileTemplate(source(d, n, lang), env)
+			k.diags = append(k.diags, ds...)
+		}
+	}
+	templ(mapGet(h, "url"))
+	pairs(mapGet(h, "headers"), func(_, v *yaml.Node) { templ(v) })
+	if b := mapGet(h, "body"); b != nil {
+		k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
+	}
+	if r := mapGet(h, "response"); r != nil {
+		resp := ObjectOf(map[string]*Type{"status": IntegerType, "headers": {Kind: Object}, "body": AnyType})
+		k.compile(d, r, lang, NewEnv(map[string]*Type{"args": args, "response": resp}), nil)
+	}
+}
+
+// jsonSchema checks that n is a valid JSON Schema and returns it decoded.
+func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
+	if n == nil {
+		return nil
+	}
+	doc, _ := toJSON(n).(map[string]any)
+	raw, _ := json.Marshal(doc)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	c := jsonschema.NewCompiler()
+	if err == nil {
+		err = c.AddResource("file:///tool.json", v)
+	}
+	if err == nil {
+		_, err = c.Compile("file:///tool.json")
+	}
+	if err != nil {
+		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
+	}
+	return doc
+}
+
+// schemaType turns a JSON Schema object into the type expressions see.
+func schemaType(s map[string]any) *Type {
+	props, ok := s["properties"].(map[string]any)
+	if !ok {
+		return &Type{Kind: Object}
+	}
+	t := ObjectOf(map[string]*Type{})
+	for name, p := range props {
+		t.Fields[name] = jsonType(p)
+	}
+	return t
+}
+
+func jsonType(p any) *Type {
+	m, _ := p.(map[string]any)
+	kind, _ := m["type"].(string)
+	switch Kind(kind) {
+	case String, Integer, Number, Boolean:
+		return &Type{Kind: Kind(kind)}
+	case Array:
+		return ArrayOf(jsonType(m["items"]))
+	case Object:
+		return schemaType(m)
+	}
+	return AnyType
+}
+
+// skill checks a Skill's references and context templates.
+func (k *check) skill(d *Document) {
+	k.refs(d, d.Get("tools"), KindTool, "tool")
+	k.refs(d, d.Get("rules"), KindRuleSet, "rule set")
+	k.refs(d, d.Get("requires"), KindSkill, "skill")
+	env := NewEnv(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
+	lang := docLang(d, Expr)
+	for _, c := range items(d.Get("context")) {
+		_, ds := CompileTemplate(source(d, c, lang), env)
+		k.diags = append(k.diags, ds...)
+	}
+}
+
+// test checks a Test's target, mocks, expected path and assertions.
+func (k *check) test(d *Document) {
+	var p *Pipeline
+	if n := d.Get("pipeline"); n != nil && k.ref(d, n, KindPipeline, "pipeline") {
+		p = k.proj.Pipelines[n.Value]
+	}
+	if n := d.Get("agent"); n != nil && k.ref(d, n, KindAgent, "agent") {
+		if a := k.proj.Agents[n.Value]; a != nil {
+			p = k.proj.Pipelines[a.Pipeline]
+		}
+	}
+	pairs(d.Get("mocks"), func(key, _ *yaml.Node) { k.ref(d, key, KindTool, "tool") })
+	k.refs(d, mapGet(d.Get("expect"), "tool_calls"), KindTool, "tool")
+	if p == nil {
+		return
+	}
+	names := append(nodeNames(p), End)
+	for _, n := range items(mapGet(d.Get("expect"), "path")) {
+		if p.Node(n.Value) == nil {
+			k.diags.Errorf(d.Pos(n), "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
+		}
+	}
+	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType})
+	for _, a := range items(mapGet(d.Get("expect"), "assert")) {
+		k.compile(d, a, docLang(d, Expr), env, BoolType)
+	}
+}
+
+// subgraphCycles reports pipelines that contain themselves through
+// subgraph nodes, which could never finish.
+func (k *check) subgraphCycles() {
+	deps := map[string][]*PipelineRef{}
+	for name, p := range k.proj.Pipelines {
+		for _, n := range p.Nodes {
+			collectPipelineRefs(n.Config, func(r *PipelineRef) { deps[name] = append(deps[name], r) })
+		}
+	}
+	for name, p := range k.proj.Pipelines {
+		for _, r := range deps[name] {
+			if pipelineReaches(deps, r.Name, name, map[string]bool{}) {
+				k.diags.Errorf(p.Doc.Pos(r.node), "pipeline %q contains itself through subgraph %q", name, r.Name)
+			}
+		}
+	}
+}
+
+func pipelineReaches(deps map[string][]*PipelineRef, from, target string, seen map[string]bool) bool {
+	if from == target {
+		return true
+	}
+	if seen[from] {
+		return false
+	}
+	seen[from] = true
+	for _, r := range deps[from] {
+		if pipelineReaches(deps, r.Name, target, seen) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,242 @@
+package dsl
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// budgetType is what expressions see as `budget`: the run's usage so far.
+var budgetType = ObjectOf(map[string]*Type{
+	"tokens_used": IntegerType, "cost_usd": NumberType, "steps": IntegerType,
+	"iterations": IntegerType, "llm_calls": IntegerType, "tool_calls": IntegerType,
+})
+
+// pipelineCheck holds what the checks of one pipeline share.
+type pipelineCheck struct {
+	*check
+	d    *Document
+	p    *Pipeline
+	envs map[string]*Env // by extra variables
+	node *Node           // the node whose config is being visited
+}
+
+// pipeline checks a Pipeline document and adds it to the project.
+func (k *check) pipeline(d *Document) {
+	p := &Pipeline{Doc: d, Name: d.Name, Lang: docLang(d, Expr), Start: scalarValue(d.Get("start"))}
+	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
+	pc.state()
+	p.Input = objectOf(d.Get("input"))
+	if lim := d.Get("limits"); lim != nil {
+		_ = mapGet(lim, "max_steps").Decode(&p.MaxSteps)
+		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
+	}
+	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
+	pairs(d.Get("output"), func(key, v *yaml.Node) {
+		if p.Output == nil {
+			p.Output = map[string]*Expression{}
+		}
+		p.Output[key.Value] = &Expression{Program: pc.compile(d, v, p.Lang, pc.env(nil), nil), node: v}
+	})
+	pc.graph()
+	k.proj.Pipelines[p.Name] = p
+}
+
+// state reads the declared state fields.
+func (pc *pipelineCheck) state() {
+	fields := map[string]*Type{}
+	pairs(pc.d.Get("state"), func(key, v *yaml.Node) {
+		f := &Field{Name: key.Value, Type: typeOf(v), Reducer: scalarValue(mapGet(v, "reducer")), Pos: pc.d.Pos(key)}
+		if f.Reducer == "" {
+			f.Reducer = "replace"
+		}
+		pc.reducer(f, mapGet(v, "reducer"))
+		if def := mapGet(v, "default"); def != nil {
+			f.Default = toJSON(def)
+			if !conforms(f.Default, f.Type) {
+				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
+			}
+		}
+		fields[f.Name] = f.Type
+		pc.p.Fields = append(pc.p.Fields, f)
+	})
+	pc.p.State = ObjectOf(fields)
+}
+
+// reducer checks that a field's reducer fits its type.
+func (pc *pipelineCheck) reducer(f *Field, n *yaml.Node) {
+	ok := map[string][]Kind{
+		"append": {Array}, "messages": {Array}, "add": {Integer, Number}, "merge": {Object},
+	}[f.Reducer]
+	if ok == nil || f.Type.Kind == Any {
+		return
+	}
+	for _, k := range ok {
+		if f.Type.Kind == k {
+			return
+		}
+	}
+	pc.diags.Errorf(pc.d.Pos(n), "reducer %q does not fit a field of type %s", f.Reducer, f.Type)
+}
+
+// env returns the environment of the pipeline's expressions with extra
+// variables (of any type) added.
+func (pc *pipelineCheck) env(extra []string) *Env {
+	key := strings.Join(extra, ",")
+	if e, ok := pc.envs[key]; ok {
+		return e
+	}
+	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType}
+	for _, v := range extra {
+		vars[v] = AnyType
+	}
+	e := NewEnv(vars)
+	pc.envs[key] = e
+	return e
+}
+
+// nodeDecl reads one node: type, with:, routes, timeout and retry.
+func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
+	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
+		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
+	pc.p.Nodes = append(pc.p.Nodes, n)
+	pc.duration(mapGet(v, "timeout"), &n.Timeout)
+	if r := mapGet(v, "retry"); r != nil {
+		n.Retry = &Retry{MaxAttempts: 1}
+		if err := r.Decode(n.Retry); err != nil {
+			pc.diags.Errorf(pc.d.Pos(r), "retry: %v", err)
+		}
+	}
+	pc.routes(n, mapGet(v, "next"))
+	nt, ok := pc.reg.Lookup(n.Type)
+	if !ok {
+		return // the schema's enum reported it
+	}
+	n.Config = nt.Config()
+	if with := mapGet(v, "with"); with != nil {
+		if err := with.Decode(n.Config); err != nil {
+			pc.diags.Errorf(pc.d.Pos(with), "with: %s", cleanDecodeError(err))
+			return
+		}
+	}
+	pc.node = n
+	visitConfig(reflect.ValueOf(n.Config), nil, pc)
+}
+
+// routes reads a node's next: a name, or a list of {when, to}.
+func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
+	if next == nil {
+		return
+	}
+	if next.Kind == yaml.ScalarNode {
+		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next)}}
+		return
+	}
+	for _, r := range items(next) {
+		to := mapGet(r, "to")
+		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to)}
+		if w := mapGet(r, "when"); w != nil {
+			route.When = &Condition{Expression{node: w}}
+			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
+		}
+		n.Next = append(n.Next, route)
+	}
+}
+
+func (pc *pipelineCheck) duration(n *yaml.Node, dst *time.Duration) {
+	if n != nil {
+		if err := n.Decode(dst); err != nil {
+			pc.diags.Errorf(pc.d.Pos(n), "invalid duration %q; write it like 500ms, 10s or 2m", n.Value)
+		}
+	}
+}
+
+// where returns the position of a config value, or of the node's type when
+// the value was preset by the node type rather than written.
+func (pc *pipelineCheck) where(n *yaml.Node) Pos {
+	if n != nil {
+		return pc.d.Pos(n)
+	}
+	return pc.d.Pos(mapGet(pc.node.value, "type"))
+}
+
+func (pc *pipelineCheck) visitExpression(e *Expression, want *Type, vars []string) {
+	if e.node != nil {
+		e.Program = pc.compile(pc.d, e.node, pc.p.Lang, pc.env(vars), want)
+	}
+}
+
+func (pc *pipelineCheck) visitTemplate(t *TemplateText, vars []string) {
+	if t.node != nil {
+		var ds Diagnostics
+		t.Template, ds = CompileTemplate(source(pc.d, t.node, pc.p.Lang), pc.env(vars))
+		pc.diags = append(pc.diags, ds...)
+	}
+}
+
+func (pc *pipelineCheck) visitField(f *FieldRef) {
+	if f.Name == "" {
+		return
+	}
+	if _, ok := pc.p.State.Fields[f.Name]; ok {
+		return
+	}
+	msg := fmt.Sprintf("%s node %q writes state field %q, which is not declared", pc.node.Type, pc.node.Name, f.Name)
+	d := pc.diags.Errorf(pc.where(f.node), "%s", msg)
+	if d.Hint = didYouMean(f.Name, pc.p.State.FieldNames()); d.Hint == "" {
+		d.Hint = "declare it under state:"
+	}
+}
+
+func (pc *pipelineCheck) visitTool(t *ToolRef) {
+	if t.node != nil {
+		pc.ref(pc.d, t.node, KindTool, "tool")
+	}
+}
+
+func (pc *pipelineCheck) visitPipeline(p *PipelineRef) {
+	if p.node != nil {
+		pc.ref(pc.d, p.node, KindPipeline, "pipeline")
+	}
+}
+
+// conforms reports whether a default value has the declared type.
+func conforms(v any, t *Type) bool {
+	if v == nil {
+		return true
+	}
+	switch t.Kind {
+	case String:
+		_, ok := v.(string)
+		return ok
+	case Integer:
+		n, ok := v.(interface{ Int64() (int64, error) })
+		if !ok {
+			return false
+		}
+		_, err := n.Int64()
+		return err == nil
+	case Number:
+		_, ok := v.(interface{ Float64() (float64, error) })
+		return ok
+	case Boolean:
+		_, ok := v.(bool)
+		return ok
+	case Array:
+		_, ok := v.([]any)
+		return ok
+	case Object:
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return true
+}
+
+// cleanDecodeError strips the YAML decoder's prefixes from err.
+func cleanDecodeError(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n")
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,174 @@
+package dsl
+
+import (
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Expression is a with: value holding an expression of any result type. The
+// checker compiles it against the node's environment; after a successful
+// check Program is set.
+type Expression struct {
+	Program *Program
+	node    *yaml.Node
+}
+
+// UnmarshalYAML keeps the node; the checker compiles it.
+func (e *Expression) UnmarshalYAML(n *yaml.Node) error { e.node = n; return nil }
+
+// Condition is an Expression that must be boolean.
+type Condition struct{ Expression }
+
+// UnmarshalYAML keeps the node; the checker compiles it.
+func (c *Condition) UnmarshalYAML(n *yaml.Node) error { c.node = n; return nil }
+
+// TemplateText is a with: string with ${ ... } interpolations.
+type TemplateText struct {
+	Template *Template
+	node     *yaml.Node
+}
+
+// UnmarshalYAML keeps the node; the checker compiles it.
+func (t *TemplateText) UnmarshalYAML(n *yaml.Node) error { t.node = n; return nil }
+
+// FieldRef names a state field a node writes. A config may preset a default
+// name; the checker verifies the field is declared.
+type FieldRef struct {
+	Name string
+	node *yaml.Node
+}
+
+// UnmarshalYAML reads the field name.
+func (f *FieldRef) UnmarshalYAML(n *yaml.Node) error { f.node = n; return n.Decode(&f.Name) }
+
+// ToolRef names a Tool document.
+type ToolRef struct {
+	Name string
+	node *yaml.Node
+}
+
+// UnmarshalYAML reads the tool name.
+func (t *ToolRef) UnmarshalYAML(n *yaml.Node) error { t.node = n; return n.Decode(&t.Name) }
+
+// PipelineRef names a Pipeline document.
+type PipelineRef struct {
+	Name string
+	node *yaml.Node
+}
+
+// UnmarshalYAML reads the pipeline name.
+func (p *PipelineRef) UnmarshalYAML(n *yaml.Node) error { p.node = n; return n.Decode(&p.Name) }
+
+// configVisitor receives the checked parts of a node config. vars are the
+// extra variables the struct tag `vars:"a,b"` gives the value's expressions.
+type configVisitor interface {
+	visitExpression(e *Expression, want *Type, vars []string)
+	visitTemplate(t *TemplateText, vars []string)
+	visitField(f *FieldRef)
+	visitTool(t *ToolRef)
+	visitPipeline(p *PipelineRef)
+}
+
+var (
+	markerExpr  = reflect.TypeFor[Expression]()
+	markerCond  = reflect.TypeFor[Condition]()
+	markerTmpl  = reflect.TypeFor[TemplateText]()
+	markerField = reflect.TypeFor[FieldRef]()
+	markerTool  = reflect.TypeFor[ToolRef]()
+	markerPipe  = reflect.TypeFor[PipelineRef]()
+)
+
+// visitConfig walks a decoded config value and hands its checked parts to v.
+func visitConfig(val reflect.Value, vars []string, v configVisitor) {
+	switch val.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !val.IsNil() {
+			visitConfig(val.Elem(), vars, v)
+		}
+		return
+	case reflect.Slice, reflect.Array:
+		for i := range val.Len() {
+			visitConfig(val.Index(i), vars, v)
+		}
+		return
+	case reflect.Map:
+		iter := val.MapRange()
+		for iter.Next() {
+			visitMapEntry(val, iter.Key(), iter.Value(), vars, v)
+		}
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	if visitMarker(val, vars, v) {
+		return
+	}
+	for i := range val.NumField() {
+		f := val.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		fvars := vars
+		if tag := f.Tag.Get("vars"); tag != "" {
+			fvars = append(append([]string(nil), vars...), strings.Split(tag, ",")...)
+		}
+		visitConfig(val.Field(i), fvars, v)
+	}
+}
+
+// visitMapEntry visits a map's key (map values are not addressable, so a
+// marker value is copied, visited and stored back).
+func visitMapEntry(m, key, elem reflect.Value, vars []string, v configVisitor) {
+	k := reflect.New(key.Type()).Elem()
+	k.Set(key)
+	visitConfig(k, vars, v)
+	e := reflect.New(elem.Type()).Elem()
+	e.Set(elem)
+	visitConfig(e, vars, v)
+	m.SetMapIndex(key, e)
+}
+
+// visitMarker handles the checked types; it reports whether val was one.
+func visitMarker(val reflect.Value, vars []string, v configVisitor) bool {
+	if !val.CanAddr() {
+		cp := reflect.New(val.Type()).Elem()
+		cp.Set(val)
+		val = cp
+	}
+	switch val.Type() {
+	case markerExpr:
+		v.visitExpression(val.Addr().Interface().(*Expression), nil, vars)
+	case markerCond:
+		v.visitExpression(&val.Addr().Interface().(*Condition).Expression, BoolType, vars)
+	case markerTmpl:
+		v.visitTemplate(val.Addr().Interface().(*TemplateText), vars)
+	case markerField:
+		v.visitField(val.Addr().Interface().(*FieldRef))
+	case markerTool:
+		v.visitTool(val.Addr().Interface().(*ToolRef))
+	case markerPipe:
+		v.visitPipeline(val.Addr().Interface().(*PipelineRef))
+	default:
+		return false
+	}
+	return true
+}
+
+// collectPipelineRefs calls f for every PipelineRef in a node config.
+func collectPipelineRefs(cfg any, f func(*PipelineRef)) {
+	if cfg != nil {
+		visitConfig(reflect.ValueOf(cfg), nil, pipelineRefs(f))
+	}
+}
+
+// pipelineRefs is a configVisitor that only sees pipeline references.
+type pipelineRefs func(*PipelineRef)
+
+func (pipelineRefs) visitExpression(*Expression, *Type, []string) {}
+func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
+func (pipelineRefs) visitField(*FieldRef)                         {}
+func (pipelineRefs) visitTool(*ToolRef)                           {}
+func (f pipelineRefs) visitPipeline(p *PipelineRef)               { f(p) }

@@ -1,0 +1,243 @@
+package dsl
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Lang names an expression language. RuleSets default to CEL; Pipelines,
+// Agents and Tests default to expr. A document switches its default with
+// `language:`, one expression with `{cel: "..."}` or `{expr: "..."}`.
+type Lang string
+
+// The expression languages.
+const (
+	CEL  Lang = "cel"
+	Expr Lang = "expr"
+)
+
+// Limits that keep any definition from hanging or exhausting the runner.
+const (
+	// MaxExprLen is the longest expression source accepted, in bytes, in
+	// either language.
+	MaxExprLen = 4096
+	// CELRecursionLimit bounds the nesting depth of a CEL expression's parse tree.
+	CELRecursionLimit = 64
+	// CELAssumedSize is the size assumed, when estimating cost at compile
+	// time, for every list, map or string read from a variable.
+	CELAssumedSize = 1000
+	// CELMaxEstimatedCost is the largest worst-case cost a CEL expression may
+	// have, estimated at compile time with variables of CELAssumedSize.
+	CELMaxEstimatedCost = 100_000_000
+	// CELCostLimit is the cost budget of one CEL evaluation; an evaluation
+	// that exceeds it stops with an error.
+	CELCostLimit = 1_000_000
+	// ExprMaxNodes is the largest number of syntax-tree nodes an expr
+	// expression may have.
+	ExprMaxNodes = 1000
+	// ExprMaxPredicateDepth bounds how deeply expr predicates (all, map,
+	// filter, ...) may nest; expr has no step budget, so this bounds the
+	// running time of loops over variables.
+	ExprMaxPredicateDepth = 3
+	// ExprMemoryBudget is the memory budget of one expr evaluation, in the
+	// expr VM's units (roughly: elements and bytes allocated).
+	ExprMemoryBudget = 1_000_000
+)
+
+// Source is the text of one expression and where it sits in a file, so that
+// errors inside the expression are reported at their own line:col.
+type Source struct {
+	Text string
+	Lang Lang
+	File string
+	// Node is the YAML scalar holding Text (any style: plain, quoted, block).
+	Node *yaml.Node
+	// Src is the whole file's content, used to map offsets inside Text back
+	// to file positions. May be nil (then positions are the scalar's).
+	Src []byte
+}
+
+// Env is what an expression can see: named variables with declared types.
+// Build an Env once per place (a pipeline's routes, a rule trigger) and
+// compile every expression of that place against it. An Env must not be
+// modified after its first use; it may then be shared between goroutines.
+type Env struct {
+	Vars map[string]*Type
+	// Funcs-free by design: only the languages' standard libraries.
+	cache envCache
+}
+
+// envCache holds each backend's compiled form of an Env, built on first use.
+type envCache struct {
+	celOnce  sync.Once
+	cel      *celEnv
+	celErr   error
+	exprOnce sync.Once
+	expr     *exprEnv
+}
+
+// NewEnv returns an environment with the given variables.
+func NewEnv(vars map[string]*Type) *Env { return &Env{Vars: vars} }
+
+// varNames returns the environment's variable names, sorted.
+func (e *Env) varNames() []string {
+	names := make([]string, 0, len(e.Vars))
+	for n := range e.Vars {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Program is a compiled expression, ready to evaluate many times. It is safe
+// for concurrent use.
+type Program struct {
+	text string
+	lang Lang
+	ev   evaluator
+}
+
+// evaluator is a backend's compiled expression.
+type evaluator interface {
+	eval(vars map[string]any) (any, error)
+}
+
+// Text returns the expression's source text.
+func (p *Program) Text() string { return p.text }
+
+// Lang returns the expression's language.
+func (p *Program) Lang() Lang { return p.lang }
+
+// Eval evaluates the expression with the given variables ("state" and so on)
+// and returns a JSON-like value: nil, bool, int64 or int, float64, string,
+// []any or map[string]any. It never panics.
+func (p *Program) Eval(vars map[string]any) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("%s: %v", p.text, r)
+		}
+	}()
+	return p.ev.eval(vars)
+}
+
+// EvalBool evaluates a condition; a result that is not a boolean is an error.
+func (p *Program) EvalBool(vars map[string]any) (bool, error) {
+	v, err := p.Eval(vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s: condition must be boolean, got %s", p.text, kindOfValue(v))
+	}
+	return b, nil
+}
+
+// Compile compiles src against env. want is the required result type (nil or
+// AnyType: any; BoolType for conditions). Problems are reported at their
+// position inside the expression's YAML scalar; the Program is nil if there
+// are errors.
+func Compile(src Source, env *Env, want *Type) (*Program, Diagnostics) {
+	c := &compilation{src: src, text: src.Text, env: env, want: want}
+	return c.compile()
+}
+
+// compilation is the state of compiling one expression, possibly embedded at
+// offset base of src.Text (a template's ${...}).
+type compilation struct {
+	src   Source
+	base  int
+	text  string
+	env   *Env
+	want  *Type
+	diags Diagnostics
+}
+
+func (c *compilation) compile() (*Program, Diagnostics) {
+	if c.env == nil {
+		c.env = &Env{}
+	}
+	if len(c.text) > MaxExprLen {
+		c.errorAt(0, "expression is too long: %d bytes, the limit is %d", len(c.text), MaxExprLen)
+		return nil, c.diags
+	}
+	var ev evaluator
+	switch c.src.Lang {
+	case CEL:
+		ev = c.compileCEL()
+	case Expr:
+		ev = c.compileExpr()
+	default:
+		c.errorAt(0, "unknown expression language %q", c.src.Lang).Hint = `use "cel" or "expr"`
+	}
+	if c.diags.HasErrors(false) || ev == nil {
+		return nil, c.diags
+	}
+	return &Program{text: c.text, lang: c.src.Lang, ev: ev}, c.diags
+}
+
+// errorAt reports an error at byte offset off of the expression's text.
+func (c *compilation) errorAt(off int, format string, args ...any) *Diagnostic {
+	return c.diags.Errorf(c.src.PosAt(c.base+off), format, args...)
+}
+
+// checkResult reports a result type that cannot be what the caller wants.
+// got is the checked result type as a Kind (Any when unknown or dynamic).
+func (c *compilation) checkResult(got Kind, off int) {
+	if c.want == nil || c.want.Kind == Any || got == Any || got == c.want.Kind {
+		return
+	}
+	if c.want.Kind == Number && got == Integer {
+		return
+	}
+	what := "expression"
+	if c.want.Kind == Boolean {
+		what = "condition"
+	}
+	c.errorAt(off, "%s must be %s, got %s", what, c.want.Kind, got)
+}
+
+// noField reports a read of an undeclared field of a closed object.
+func (c *compilation) noField(off int, path, field string, t *Type) {
+	c.errorAt(off, "%s has no field %q", path, field).Hint = didYouMean(field, t.FieldNames())
+}
+
+// unknownName reports an identifier that is not a variable.
+func (c *compilation) unknownName(off int, name string) {
+	c.errorAt(off, "unknown name %q", name).Hint = didYouMean(name, c.env.varNames())
+}
+
+// runeToByte converts an offset in code points into text to a byte offset.
+func runeToByte(text string, runes int) int {
+	off := 0
+	for i := 0; i < runes && off < len(text); i++ {
+		_, n := utf8.DecodeRuneInString(text[off:])
+		off += n
+	}
+	return off
+}
+
+// kindOfValue names the kind of a runtime value in the documents' words.
+func kindOfValue(v any) Kind {
+	switch v.(type) {
+	case string:
+		return String
+	case bool:
+		return Boolean
+	case int, int64, int32, uint, uint64, uint32:
+		return Integer
+	case float64, float32:
+		return Number
+	case []any:
+		return Array
+	case map[string]any:
+		return Object
+	case nil:
+		return "null"
+	}
+	return Any
+}

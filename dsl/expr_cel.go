@@ -1,0 +1,190 @@
+package dsl
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/interpreter"
+)
+
+// celBase is the CEL environment every Env extends: the standard library
+// and the parser limits. Building it is expensive, so it is built once.
+var celBase = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.CrossTypeNumericComparisons(true),
+		cel.ParserExpressionSizeLimit(MaxExprLen),
+		cel.ParserRecursionLimit(CELRecursionLimit),
+	)
+})
+
+// celEnv is an Env compiled for CEL.
+type celEnv struct {
+	env *cel.Env
+	// norms normalize the variables whose declared type needs it.
+	norms map[string]normalizer
+}
+
+// celEnv returns e compiled for CEL, building it on first use.
+func (e *Env) celEnv() (*celEnv, error) {
+	e.cache.celOnce.Do(func() { e.cache.cel, e.cache.celErr = buildCELEnv(e) })
+	return e.cache.cel, e.cache.celErr
+}
+
+func buildCELEnv(e *Env) (*celEnv, error) {
+	base, err := celBase()
+	if err != nil {
+		return nil, err
+	}
+	p := &celProvider{Provider: base.CELTypeProvider(), structs: map[string]*celStruct{}}
+	ce := &celEnv{norms: map[string]normalizer{}}
+	opts := []cel.EnvOption{cel.CustomTypeProvider(p)}
+	for _, name := range e.varNames() {
+		t := e.Vars[name]
+		opts = append(opts, cel.Variable(name, p.celType(t, name, 0)))
+		if n := normalizerFor(t, 0); n != nil {
+			ce.norms[name] = n
+		}
+	}
+	ce.env, err = base.Extend(opts...)
+	return ce, err
+}
+
+func (c *compilation) compileCEL() evaluator {
+	ce, err := c.env.celEnv()
+	if err != nil {
+		c.errorAt(0, "cel environment: %v", err)
+		return nil
+	}
+	parsed, iss := ce.env.Parse(c.text)
+	if iss.Err() != nil {
+		c.celIssues(iss, nil)
+		return nil
+	}
+	w := &celWalker{c: c, ast: parsed.NativeRep(), reported: map[int64]bool{}}
+	w.walk(w.ast.Expr(), nil)
+	checked, iss := ce.env.Check(parsed)
+	if iss.Err() != nil || len(w.reported) > 0 {
+		c.celIssues(iss, w.reported)
+		return nil
+	}
+	c.checkResult(celKind(checked.OutputType()), 0)
+	c.celCost(ce, checked)
+	prg, err := ce.env.Program(checked, cel.CostLimit(CELCostLimit))
+	if err != nil {
+		c.errorAt(0, "%v", err)
+		return nil
+	}
+	return &celProgram{prg: prg, norms: ce.norms}
+}
+
+// celIssues reports CEL's errors, skipping those on expressions already
+// reported (an undeclared field found by the walker).
+func (c *compilation) celIssues(iss *cel.Issues, reported map[int64]bool) {
+	if iss == nil {
+		return
+	}
+	for _, e := range iss.Errors() {
+		if reported[e.ExprID] {
+			continue
+		}
+		off := lineColToByte(c.text, e.Location.Line(), e.Location.Column())
+		if name, ok := strings.CutPrefix(e.Message, "undeclared reference to '"); ok {
+			c.unknownName(off, name[:max(strings.IndexByte(name, '\''), 0)])
+			continue
+		}
+		c.errorAt(off, "%s", cleanCELMessage(e.Message))
+	}
+}
+
+// cleanCELMessage shortens a CEL parser message: it drops the list of
+// expected tokens and lower-cases "Syntax error".
+func cleanCELMessage(msg string) string {
+	if i := strings.Index(msg, " expecting {"); i >= 0 {
+		msg = msg[:i]
+	}
+	if rest, ok := strings.CutPrefix(msg, "Syntax error: "); ok {
+		msg = "syntax error: " + rest
+	}
+	return msg
+}
+
+// celCost rejects an expression whose estimated worst-case cost is too high.
+func (c *compilation) celCost(ce *celEnv, checked *cel.Ast) {
+	est, err := ce.env.EstimateCost(checked, celSizer{})
+	if err != nil {
+		c.errorAt(0, "cannot estimate the cost of the expression: %v", err)
+		return
+	}
+	if est.Max > CELMaxEstimatedCost {
+		c.errorAt(0, "expression is too expensive: estimated worst-case cost %d exceeds the limit %d",
+			est.Max, CELMaxEstimatedCost).Hint = fmt.Sprintf(
+			"lists, maps and strings read from variables are assumed to hold up to %d items", CELAssumedSize)
+	}
+}
+
+// celSizer assumes CELAssumedSize for the size of any value read from a
+// variable, so that loops over state lists have a finite estimated cost.
+type celSizer struct{}
+
+// EstimateSize implements cost.Estimator.
+func (celSizer) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if len(n.Path()) > 0 {
+		return &cost.SizeEstimate{Min: 0, Max: CELAssumedSize}
+	}
+	return nil
+}
+
+// EstimateCallCost implements cost.Estimator: standard costs for all calls.
+func (celSizer) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
+}
+
+// celProgram is a compiled CEL expression.
+type celProgram struct {
+	prg   cel.Program
+	norms map[string]normalizer
+}
+
+func (p *celProgram) eval(vars map[string]any) (any, error) {
+	out, _, err := p.prg.Eval(&celActivation{vars: vars, norms: p.norms})
+	if err != nil {
+		return nil, err
+	}
+	return celNative(out)
+}
+
+// celActivation resolves variables from a map, normalizing those whose
+// declared type needs it.
+type celActivation struct {
+	vars  map[string]any
+	norms map[string]normalizer
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *celActivation) ResolveName(name string) (any, bool) {
+	v, ok := a.vars[name]
+	if n := a.norms[name]; ok && n != nil {
+		v, _ = n(v)
+	}
+	return v, ok
+}
+
+// Parent implements interpreter.Activation.
+func (a *celActivation) Parent() interpreter.Activation { return nil }
+
+// lineColToByte converts a 1-based line and 0-based column in code points
+// into a byte offset of text.
+func lineColToByte(text string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return len(text)
+		}
+		off += i + 1
+	}
+	return off + runeToByte(text[off:], max(col, 0))
+}

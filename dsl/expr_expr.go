@@ -1,0 +1,171 @@
+package dsl
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+)
+
+// exprEnv is an Env compiled for expr: a configuration template whose
+// environment and builtins are shared, read-only, by every compilation.
+type exprEnv struct {
+	conf conf.Config
+}
+
+// exprEnv returns e compiled for expr, building it on first use.
+func (e *Env) exprEnv() *exprEnv {
+	e.cache.exprOnce.Do(func() { e.cache.expr = buildExprEnv(e) })
+	return e.cache.expr
+}
+
+func buildExprEnv(e *Env) *exprEnv {
+	vars := make(types.Map, len(e.Vars))
+	for name, t := range e.Vars {
+		vars[name] = exprType(t, 0)
+	}
+	ee := &exprEnv{conf: *conf.CreateNew()}
+	ee.conf.WithEnv(vars)
+	ee.conf.MaxNodes = ExprMaxNodes
+	// The optimizer specializes on declared types (int sets for `in`),
+	// which breaks on JSON numbers; expressions are small, so it is off.
+	ee.conf.Optimize = false
+	return ee
+}
+
+// exprType maps a declared type to an expr type. Closed objects are
+// non-strict maps: their undeclared fields are reported by exprWalker, with a
+// hint, rather than by the checker.
+func exprType(t *Type, depth int) types.Type {
+	if t == nil || depth > maxTypeDepth {
+		return types.Any
+	}
+	switch t.Kind {
+	case String:
+		return types.String
+	case Integer:
+		return types.Int
+	case Number:
+		return types.Float64
+	case Boolean:
+		return types.Bool
+	case Array:
+		return types.Array(exprType(t.Items, depth+1))
+	case Object:
+		if t.Fields == nil {
+			return types.TypeOf(map[string]any{})
+		}
+		m := types.Map{types.Extra: types.Any}
+		for f, ft := range t.Fields {
+			m[f] = exprType(ft, depth+1)
+		}
+		return m
+	}
+	return types.Any
+}
+
+func (c *compilation) compileExpr() evaluator {
+	cfg := c.env.exprEnv().conf
+	cfg.NtCache = nature.Cache{}
+	tree, err := parser.ParseWithConfig(c.text, &cfg)
+	if err != nil {
+		c.exprError(err)
+		return nil
+	}
+	_, err = checker.Check(tree, &cfg)
+	w := &exprWalker{c: c}
+	w.walk(tree.Node, 0)
+	if w.failed {
+		return nil
+	}
+	if err != nil {
+		c.exprError(err)
+		return nil
+	}
+	c.checkResult(exprKind(tree.Node.Nature()), 0)
+	prg, err := compiler.Compile(tree, &cfg)
+	if err != nil {
+		c.exprError(err)
+		return nil
+	}
+	return newExprProgram(prg)
+}
+
+// exprError reports an error of expr's parser, checker or compiler.
+func (c *compilation) exprError(err error) {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		c.errorAt(0, "%v", err)
+		return
+	}
+	off := runeToByte(c.text, fe.From)
+	if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok {
+		c.unknownName(off, name)
+		return
+	}
+	c.errorAt(off, "%s", fe.Message)
+}
+
+// exprKind names a checked expr type in the documents' words.
+func exprKind(n *nature.Nature) Kind {
+	if n == nil {
+		return Any
+	}
+	if n.Nil {
+		return "null"
+	}
+	switch n.Kind {
+	case reflect.Bool:
+		return Boolean
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return Integer
+	case reflect.Float32, reflect.Float64:
+		return Number
+	case reflect.String:
+		return String
+	case reflect.Slice, reflect.Array:
+		return Array
+	case reflect.Map, reflect.Struct:
+		return Object
+	}
+	return Any
+}
+
+// exprProgram is a compiled expr expression.
+type exprProgram struct {
+	prg *vm.Program
+}
+
+// newExprProgram makes equality generic: expr specializes == on declared
+// int and string operands, but JSON values may be float64 or missing (nil).
+func newExprProgram(prg *vm.Program) *exprProgram {
+	for i, op := range prg.Bytecode {
+		if op == vm.OpEqualInt || op == vm.OpEqualString {
+			prg.Bytecode[i] = vm.OpEqual
+		}
+	}
+	return &exprProgram{prg: prg}
+}
+
+func (p *exprProgram) eval(vars map[string]any) (any, error) {
+	m := vm.VM{MemoryBudget: ExprMemoryBudget}
+	out, err := m.Run(p.prg, vars)
+	if err != nil {
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			return nil, errors.New(fe.Message)
+		}
+		return nil, err
+	}
+	out, _ = jsonValue(out)
+	return out, nil
+}

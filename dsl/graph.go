@@ -1,0 +1,203 @@
+package dsl
+
+import "strings"
+
+// graph checks a pipeline's topology: start and route targets exist, every
+// node is reachable and can reach END, every cycle is bounded by a limit,
+// and a node whose routes are all conditional is warned about.
+func (pc *pipelineCheck) graph() {
+	p := pc.p
+	names := append(nodeNames(p), End)
+	if p.Node(p.Start) == nil {
+		pc.diags.Errorf(pc.d.Pos(pc.d.Get("start")), "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
+		return
+	}
+	ends := []string{End} // unknown targets count as ends: they are reported once
+	for _, n := range p.Nodes {
+		ends = append(ends, pc.targets(n, names)...)
+	}
+	reach := reachable(p, []string{p.Start}, successors)
+	toEnd := reachable(p, ends, predecessors(p))
+	for _, n := range p.Nodes {
+		switch {
+		case !reach[n.Name]:
+			pc.diags.Errorf(n.Pos, "node %q is unreachable from start node %q", n.Name, p.Start).Hint = "route to it from another node, or remove it"
+		case !toEnd[n.Name] && len(n.Next) > 0:
+			pc.diags.Errorf(n.Pos, "no path from node %q to END", n.Name).Hint = "every run must be able to finish: add a route that leads to END"
+		}
+	}
+	if p.MaxSteps == 0 {
+		for _, cycle := range cycles(p) {
+			pc.diags.Errorf(p.Node(cycle[0]).Pos, "cycle %s is not bounded by any limit", strings.Join(append(cycle, cycle[0]), " → ")).Hint = "set limits.max_steps on the pipeline"
+		}
+	}
+}
+
+// targets checks a node's routes and on_error target and returns the
+// unknown ones.
+func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
+	if len(n.Next) == 0 {
+		pc.diags.Errorf(n.Pos, "node %q has no next", n.Name).Hint = "add `next: END` to finish the run here"
+		return nil
+	}
+	for _, r := range n.Next {
+		if r.To != End && pc.p.Node(r.To) == nil {
+			pc.diags.Errorf(r.Pos, "route to unknown node %q", r.To).Hint = didYouMean(r.To, names)
+			unknown = append(unknown, r.To)
+		}
+	}
+	if n.OnError != "" && n.OnError != End && pc.p.Node(n.OnError) == nil {
+		pc.diags.Errorf(pc.d.Pos(mapGet(n.value, "on_error")), "on_error names unknown node %q", n.OnError).Hint = didYouMean(n.OnError, names)
+		unknown = append(unknown, n.OnError)
+	}
+	if last := n.Next[len(n.Next)-1]; last.When != nil {
+		pc.diags.Warnf(last.Pos, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
+	}
+	return unknown
+}
+
+func nodeNames(p *Pipeline) []string {
+	out := make([]string, len(p.Nodes))
+	for i, n := range p.Nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// successors returns the nodes a node can pass control to.
+func successors(p *Pipeline, name string) []string {
+	n := p.Node(name)
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range n.Next {
+		out = append(out, r.To)
+	}
+	if n.OnError != "" {
+		out = append(out, n.OnError)
+	}
+	return out
+}
+
+// predecessors returns the reverse of successors.
+func predecessors(p *Pipeline) func(*Pipeline, string) []string {
+	rev := map[string][]string{}
+	for _, n := range p.Nodes {
+		for _, s := range successors(p, n.Name) {
+			rev[s] = append(rev[s], n.Name)
+		}
+	}
+	return func(_ *Pipeline, name string) []string { return rev[name] }
+}
+
+// reachable returns the set of names reachable from roots along next.
+func reachable(p *Pipeline, roots []string, next func(*Pipeline, string) []string) map[string]bool {
+	seen := map[string]bool{}
+	stack := append([]string(nil), roots...)
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		stack = append(stack, next(p, n)...)
+	}
+	return seen
+}
+
+// cycles returns one cycle per strongly connected component that has one,
+// each starting at its first node in document order (Tarjan's algorithm).
+func cycles(p *Pipeline) [][]string {
+	t := &tarjan{p: p, index: map[string]int{}, low: map[string]int{}, on: map[string]bool{}}
+	for _, n := range p.Nodes {
+		if _, seen := t.index[n.Name]; !seen {
+			t.visit(n.Name)
+		}
+	}
+	return t.out
+}
+
+type tarjan struct {
+	p     *Pipeline
+	next  int
+	index map[string]int
+	low   map[string]int
+	on    map[string]bool
+	stack []string
+	out   [][]string
+}
+
+func (t *tarjan) visit(v string) {
+	t.index[v], t.low[v] = t.next, t.next
+	t.next++
+	t.stack = append(t.stack, v)
+	t.on[v] = true
+	for _, w := range successors(t.p, v) {
+		if t.p.Node(w) == nil {
+			continue
+		}
+		if _, seen := t.index[w]; !seen {
+			t.visit(w)
+			t.low[v] = min(t.low[v], t.low[w])
+		} else if t.on[w] {
+			t.low[v] = min(t.low[v], t.index[w])
+		}
+	}
+	if t.low[v] != t.index[v] {
+		return
+	}
+	var scc []string
+	for {
+		w := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		t.on[w] = false
+		scc = append(scc, w)
+		if w == v {
+			break
+		}
+	}
+	if len(scc) > 1 || selfLoop(t.p, v) {
+		t.out = append(t.out, orderCycle(t.p, scc))
+	}
+}
+
+func selfLoop(p *Pipeline, v string) bool {
+	for _, s := range successors(p, v) {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// orderCycle returns a path through the component from its first node in
+// document order back towards it, for a readable message.
+func orderCycle(p *Pipeline, scc []string) []string {
+	in := map[string]bool{}
+	for _, s := range scc {
+		in[s] = true
+	}
+	var start string
+	for _, n := range p.Nodes {
+		if in[n.Name] {
+			start = n.Name
+			break
+		}
+	}
+	path, seen := []string{start}, map[string]bool{start: true}
+	for cur := start; ; {
+		next := ""
+		for _, s := range successors(p, cur) {
+			if in[s] && !seen[s] {
+				next = s
+				break
+			}
+		}
+		if next == "" {
+			return path
+		}
+		path, seen[next], cur = append(path, next), true, next
+	}
+}

@@ -1,0 +1,243 @@
+package dsl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// APIVersion is the apiVersion every document declares.
+const APIVersion = "runner/v1"
+
+// maxFileSize bounds one definition file; larger files are refused unread.
+const maxFileSize = 4 << 20
+
+// Document is one YAML document of a definition file, decoded to a yaml.Node
+// so that every value keeps its file:line:col.
+type Document struct {
+	File string
+	Kind string
+	Name string
+	// Root is the document's top-level mapping.
+	Root *yaml.Node
+	// Src is the whole file's content (shared by the file's documents).
+	Src []byte
+}
+
+// Pos returns the position of n in the document's file.
+func (d *Document) Pos(n *yaml.Node) Pos { return posOf(d.File, n) }
+
+// Get returns the value node of key in the document's top-level mapping.
+func (d *Document) Get(key string) *yaml.Node { return mapGet(d.Root, key) }
+
+// Load reads definition files and directories (recursively, *.yaml and
+// *.yml) and splits them into documents. Problems are returned as
+// diagnostics; a file that cannot be read is an error diagnostic too.
+func Load(paths ...string) ([]*Document, Diagnostics) {
+	var docs []*Document
+	var diags Diagnostics
+	files, err := expand(paths)
+	if err != nil {
+		diags.Errorf(Pos{}, "%v", err)
+	}
+	for _, f := range files {
+		src, err := readFile(f)
+		if err != nil {
+			diags.Errorf(Pos{File: f}, "%v", err)
+			continue
+		}
+		d, ds := Parse(f, src)
+		docs = append(docs, d...)
+		diags = append(diags, ds...)
+	}
+	return docs, diags
+}
+
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err == nil && len(src) > maxFileSize {
+		err = fmt.Errorf("file is larger than %d MiB; split it into several files", maxFileSize>>20)
+	}
+	return src, err
+}
+
+// expand turns paths into the sorted list of definition files they name.
+func expand(paths []string) ([]string, error) {
+	var files []string
+	var errs []error
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && isYAML(path) {
+				files = append(files, path)
+			}
+			return err
+		})
+		errs = append(errs, err)
+	}
+	sort.Strings(files)
+	return files, errors.Join(errs...)
+}
+
+func isYAML(path string) bool {
+	ext := filepath.Ext(path)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// Parse splits one file's content into documents.
+func Parse(file string, src []byte) ([]*Document, Diagnostics) {
+	var diags Diagnostics
+	if !utf8.Valid(src) {
+		diags.Errorf(invalidUTF8(file, src), "file is not valid UTF-8; save it as UTF-8")
+		return nil, diags
+	}
+	var docs []*Document
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			diags = append(diags, yamlError(file, src, err))
+			break
+		}
+		if d := newDocument(file, src, &n, &diags); d != nil {
+			docs = append(docs, d)
+		}
+	}
+	if len(docs) == 0 && len(diags) == 0 {
+		diags.Warnf(Pos{File: file, Line: 1, Col: 1}, "file holds no documents")
+	}
+	return docs, diags
+}
+
+// newDocument checks one decoded document's structure and header.
+func newDocument(file string, src []byte, n *yaml.Node, diags *Diagnostics) *Document {
+	if len(n.Content) == 0 || isNull(n.Content[0]) {
+		return nil // an empty document between --- separators
+	}
+	root := n.Content[0]
+	if checkNodes(file, root, diags) > 0 {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		diags.Errorf(posOf(file, root), "a document must be a mapping with apiVersion, kind and metadata, not a %s", describe(root))
+		return nil
+	}
+	d := &Document{File: file, Root: root, Src: src}
+	d.Kind = scalarValue(d.Get("kind"))
+	d.Name = scalarValue(mapGet(d.Get("metadata"), "name"))
+	return d
+}
+
+// checkNodes reports duplicate keys and anchors/aliases under n and returns
+// how many problems it found.
+func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
+	count := 0
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		diags.Errorf(posOf(file, n), "anchors and aliases (&, *) are not supported; write the value out, or move shared parts into a Skill, Tool or RuleSet and refer to it by name")
+		return 1
+	}
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Value == "<<" && k.Tag == "!!merge" {
+				diags.Errorf(posOf(file, k), "merge keys (<<) are not supported; write the fields out")
+				count++
+			}
+			if prev, ok := seen[k.Value]; ok && k.Kind == yaml.ScalarNode {
+				diags.Errorf(posOf(file, k), "duplicate key %q (first defined at line %d)", k.Value, prev.Line)
+				count++
+			}
+			seen[k.Value] = k
+		}
+	}
+	for _, c := range n.Content {
+		count += checkNodes(file, c, diags)
+	}
+	return count
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// yamlError turns a parser error into a diagnostic at its line. A tab in
+// indentation at or before that line is the likely cause and is named instead.
+func yamlError(file string, src []byte, err error) Diagnostic {
+	msg := err.Error()
+	pos := Pos{File: file, Line: 1, Col: 1}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			pos.Line, _ = strconv.Atoi(m[1])
+		}
+		msg = m[2]
+		if strings.HasPrefix(msg, "did not find expected") {
+			// parser errors count lines from 0 and point at the construct's start
+			pos.Line++
+			msg += " in the construct that starts on this line"
+		}
+	}
+	if tab, ok := indentTab(file, src); ok && tab.Line <= pos.Line {
+		return Diagnostic{Pos: tab, Severity: Error, Message: "tab character in indentation; YAML indents with spaces only"}
+	}
+	return Diagnostic{Pos: pos, Severity: Error, Message: "invalid YAML: " + msg}
+}
+
+// invalidUTF8 returns the position of the first byte that is not UTF-8.
+func invalidUTF8(file string, src []byte) Pos {
+	line, col := 1, 1
+	for len(src) > 0 {
+		r, size := utf8.DecodeRune(src)
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		src = src[size:]
+	}
+	return Pos{File: file, Line: line, Col: col}
+}
+
+// indentTab finds a tab in the leading whitespace of a line outside block
+// scalars' content, where YAML forbids it.
+func indentTab(file string, src []byte) (Pos, bool) {
+	for i, line := range strings.Split(string(src), "\n") {
+		for j, c := range line {
+			if c == '\t' {
+				return Pos{File: file, Line: i + 1, Col: j + 1}, true
+			}
+			if c != ' ' {
+				break
+			}
+		}
+	}
+	return Pos{}, false
+}

@@ -1,0 +1,136 @@
+package dsl
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Document kinds.
+const (
+	KindPipeline = "Pipeline"
+	KindAgent    = "Agent"
+	KindRuleSet  = "RuleSet"
+	KindSkill    = "Skill"
+	KindTool     = "Tool"
+	KindModel    = "Model"
+	KindTest     = "Test"
+)
+
+// End is the name routes use to finish a run.
+const End = "END"
+
+// Project is a checked set of definitions, by kind and name.
+type Project struct {
+	Pipelines map[string]*Pipeline
+	Agents    map[string]*Agent
+	RuleSets  map[string]*RuleSet
+	Docs      []*Document
+}
+
+// Pipeline is a checked Pipeline document.
+type Pipeline struct {
+	Doc      *Document
+	Name     string
+	Lang     Lang
+	Fields   []*Field
+	State    *Type // a closed object of Fields
+	Input    *Type
+	MaxSteps int
+	Timeout  time.Duration
+	Start    string
+	Nodes    []*Node
+	Output   map[string]*Expression
+}
+
+// Node returns the node called name, or nil.
+func (p *Pipeline) Node(name string) *Node {
+	for _, n := range p.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Field is a declared state field.
+type Field struct {
+	Name    string
+	Type    *Type
+	Reducer string
+	Default any
+	Pos     Pos
+}
+
+// Node is one node of a pipeline.
+type Node struct {
+	Name    string
+	Pos     Pos
+	Type    string
+	Config  any // the node type's Config() value, checked
+	Next    []*Route
+	OnError string
+	Timeout time.Duration
+	Retry   *Retry
+	key     *yaml.Node
+	value   *yaml.Node
+}
+
+// Route is one outgoing edge; a nil When always matches.
+type Route struct {
+	When *Condition
+	To   string
+	Pos  Pos
+}
+
+// Retry is a node's retry policy.
+type Retry struct {
+	MaxAttempts int           `yaml:"max_attempts"`
+	Backoff     time.Duration `yaml:"backoff"`
+	MaxBackoff  time.Duration `yaml:"max_backoff"`
+	On          []string      `yaml:"on"`
+}
+
+// Agent is a checked Agent document.
+type Agent struct {
+	Doc      *Document
+	Name     string
+	Pipeline string
+	Model    string
+	Persona  string
+	Skills   []string
+	Tools    []string
+	Rules    []string
+	Budget   Budget
+}
+
+// Budget bounds an agent's run; zero values are unlimited.
+type Budget struct {
+	MaxTokens    int           `yaml:"max_tokens"`
+	MaxCostUSD   float64       `yaml:"max_cost_usd"`
+	MaxIter      int           `yaml:"max_iterations"`
+	MaxSteps     int           `yaml:"max_steps"`
+	MaxLLMCalls  int           `yaml:"max_llm_calls"`
+	MaxToolCalls int           `yaml:"max_tool_calls"`
+	Timeout      time.Duration `yaml:"timeout"`
+	OnExceed     string        `yaml:"on_exceed"`
+}
+
+// RuleSet is a checked RuleSet document.
+type RuleSet struct {
+	Doc   *Document
+	Name  string
+	State *Type // the state fields its rules read and write
+	Rules []*Rule
+}
+
+// Rule is one rule: on a trigger, when a condition holds, do an action.
+type Rule struct {
+	Key    string
+	On     string
+	When   *Condition
+	Action string // require_hitl, abort, set or note
+	Params map[string]any
+	Set    map[string]*Expression
+	Pos    Pos
+}

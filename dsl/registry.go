@@ -1,0 +1,83 @@
+package dsl
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// NodeType describes one built-in node type to the compiler: its name, what
+// it does, the JSON Schema of its with: block and the Go value that block
+// decodes into. The config value's fields of type Expression, Condition,
+// Template, FieldRef, ToolRef and PipelineRef are checked and compiled by
+// the checker; the builtins package supplies the values (builtins.All).
+type NodeType struct {
+	Name string
+	Doc  string
+	// Schema is the JSON Schema (draft 2020-12) of the with: block. It may
+	// refer to defs.json, e.g. {"$ref": "defs.json#/$defs/expression"}.
+	Schema string
+	// Config returns a new pointer to the value with: decodes into.
+	Config func() any
+}
+
+// Registry holds the node types a compiler knows, by name.
+type Registry struct {
+	types map[string]NodeType
+	names []string
+}
+
+// NewRegistry returns a registry of the given node types. It fails on a
+// duplicate name or a schema that is not JSON.
+func NewRegistry(types ...NodeType) (*Registry, error) {
+	r := &Registry{types: map[string]NodeType{}}
+	for _, t := range types {
+		if _, dup := r.types[t.Name]; dup {
+			return nil, fmt.Errorf("node type %q registered twice", t.Name)
+		}
+		if !json.Valid([]byte(t.Schema)) {
+			return nil, fmt.Errorf("node type %q: schema is not valid JSON", t.Name)
+		}
+		r.types[t.Name] = t
+		r.names = append(r.names, t.Name)
+	}
+	sort.Strings(r.names)
+	return r, nil
+}
+
+// Lookup returns the node type called name.
+func (r *Registry) Lookup(name string) (NodeType, bool) {
+	t, ok := r.types[name]
+	return t, ok
+}
+
+// Names returns the registered type names, sorted.
+func (r *Registry) Names() []string { return r.names }
+
+// NodesSchema returns nodes.json: the with: schema of every node type, keyed
+// on the node's type. Pipeline nodes are validated against it, and the
+// committed schemas/nodes.json must equal it.
+func (r *Registry) NodesSchema() []byte {
+	defs := map[string]json.RawMessage{}
+	var dispatch []any
+	for _, n := range r.names {
+		defs[n] = json.RawMessage(r.types[n].Schema)
+		dispatch = append(dispatch, map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": n}}, "required": []string{"type"}},
+			"then": map[string]any{"properties": map[string]any{"with": map[string]any{"$ref": "#/$defs/" + n}}},
+		})
+	}
+	doc := map[string]any{
+		"$schema":     "https://json-schema.org/draft/2020-12/schema",
+		"title":       "runner node types",
+		"description": "Generated from the built-in node types; do not edit.",
+		"properties":  map[string]any{"type": map[string]any{"enum": r.names}},
+		"allOf":       dispatch,
+		"$defs":       defs,
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err) // only maps, slices and valid raw JSON above
+	}
+	return append(b, '\n')
+}

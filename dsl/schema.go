@@ -1,0 +1,323 @@
+package dsl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/runner-dev/runner/schemas"
+)
+
+const schemaBase = "file:///schemas/"
+
+// printer renders the schema library's own messages.
+var printer = message.NewPrinter(language.English)
+
+// schemaSet is the compiled document schema plus the raw schema documents,
+// kept to look up the properties a misspelt key could have meant.
+type schemaSet struct {
+	root *jsonschema.Schema
+	raw  map[string]any // resource URL -> decoded schema document
+}
+
+// newSchemaSet compiles the embedded schemas with nodes.json built from reg.
+func newSchemaSet(reg *Registry) (*schemaSet, error) {
+	s := &schemaSet{raw: map[string]any{}}
+	c := jsonschema.NewCompiler()
+	add := func(name string, data []byte) error {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("schema %s: %w", name, err)
+		}
+		s.raw[schemaBase+name] = doc
+		return c.AddResource(schemaBase+name, doc)
+	}
+	files, _ := fs.Glob(schemas.FS, "*.json")
+	for _, f := range files {
+		if f == "nodes.json" {
+			continue
+		}
+		data, _ := schemas.FS.ReadFile(f)
+		if err := add(f, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := add("nodes.json", reg.NodesSchema()); err != nil {
+		return nil, err
+	}
+	root, err := c.Compile(schemaBase + schemas.Root)
+	if err != nil {
+		return nil, err
+	}
+	s.root = root
+	return s, nil
+}
+
+// validate checks a document against the schema and reports each problem at
+// the YAML position of the offending value.
+func (s *schemaSet) validate(d *Document, diags *Diagnostics) bool {
+	err := s.root.Validate(toJSON(d.Root))
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err == nil
+	}
+	for _, leaf := range s.leaves(ve) {
+		s.report(d, leaf, diags)
+	}
+	return false
+}
+
+// leaves flattens an error tree to the errors worth showing. Of a failed
+// oneOf/anyOf it keeps the branch that got furthest into the value, or one
+// summary when every branch failed on the value's type.
+func (s *schemaSet) leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	switch e.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		if best := deepest(e.Causes); best != nil {
+			return s.leaves(best)
+		}
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, s.leaves(c)...)
+	}
+	return out
+}
+
+// deepest returns the cause whose errors lie deepest in the value, or nil
+// when all of them fail at the same place (the value has the wrong shape).
+func deepest(causes []*jsonschema.ValidationError) *jsonschema.ValidationError {
+	var best *jsonschema.ValidationError
+	bestDepth, tie := -1, false
+	for _, c := range causes {
+		d := depth(c)
+		switch {
+		case d > bestDepth:
+			best, bestDepth, tie = c, d, false
+		case d == bestDepth:
+			tie = true
+		}
+	}
+	if tie || bestDepth <= len(causes[0].InstanceLocation) && isShapeError(best) {
+		return nil
+	}
+	return best
+}
+
+func depth(e *jsonschema.ValidationError) int {
+	d := len(e.InstanceLocation)
+	if _, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+		d++ // blames a key one level down
+	}
+	for _, c := range e.Causes {
+		d = max(d, depth(c))
+	}
+	return d
+}
+
+func isShapeError(e *jsonschema.ValidationError) bool {
+	switch e.ErrorKind.(type) {
+	case *kind.Type, *kind.Required:
+		return true
+	}
+	return false
+}
+
+// report renders one leaf error as a diagnostic a YAML author understands.
+func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Diagnostics) {
+	n := walk(d.Root, e.InstanceLocation)
+	where := at(e.InstanceLocation)
+	switch k := e.ErrorKind.(type) {
+	case *kind.AdditionalProperties:
+		cands := s.properties(e.SchemaURL)
+		for _, p := range k.Properties {
+			diags.Errorf(d.Pos(mapKey(n, p)), "unknown field %q%s", p, where).Hint = didYouMean(p, cands)
+		}
+	case *kind.Required:
+		for _, p := range k.Missing {
+			diags.Errorf(d.Pos(n), "missing required field %q%s", p, where)
+		}
+	case *kind.Type:
+		diags.Errorf(d.Pos(n), "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
+	case *kind.Enum:
+		dg := diags.Errorf(d.Pos(n), "%s is not one of %s%s", quoteValue(n), joinAny(k.Want), where)
+		dg.Hint = didYouMean(scalarValue(n), strs(k.Want))
+	case *kind.Const:
+		diags.Errorf(d.Pos(n), "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
+	case *kind.OneOf, *kind.AnyOf:
+		diags.Errorf(d.Pos(n), "%s has the wrong shape%s: %s", describe(n), where, s.shapes(e))
+	case *kind.Pattern:
+		diags.Errorf(d.Pos(n), "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
+	default:
+		diags.Errorf(d.Pos(n), "%s%s", e.ErrorKind.LocalizedString(printer), where)
+	}
+}
+
+// at names the location of a value for messages: ` in nodes.planner.with`.
+func at(loc []string) string {
+	if len(loc) == 0 {
+		return ""
+	}
+	return " in " + strings.Join(loc, ".")
+}
+
+// walk follows a JSON instance location down the YAML tree.
+func walk(n *yaml.Node, loc []string) *yaml.Node {
+	for _, tok := range loc {
+		switch n.Kind {
+		case yaml.MappingNode:
+			if v := mapGet(n, tok); v != nil {
+				n = v
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(tok); err == nil && i < len(n.Content) {
+				n = n.Content[i]
+			}
+		}
+	}
+	return n
+}
+
+// properties returns the property names of the schema whose
+// additionalProperties keyword is at url.
+func (s *schemaSet) properties(url string) []string {
+	obj, _ := s.resolve(strings.TrimSuffix(url, "/additionalProperties")).(map[string]any)
+	props, _ := obj["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for p := range props {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// resolve finds the raw schema value at an absolute schema URL.
+func (s *schemaSet) resolve(url string) any {
+	res, ptr, _ := strings.Cut(url, "#")
+	v := s.raw[res]
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, _ := strconv.Atoi(tok)
+			if i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// shapes describes the alternatives of a failed oneOf for its message.
+func (s *schemaSet) shapes(e *jsonschema.ValidationError) string {
+	var alts []string
+	for _, c := range e.Causes {
+		if t, ok := c.ErrorKind.(*kind.Type); ok {
+			alts = append(alts, yamlTypes(t.Want))
+			continue
+		}
+		if r, ok := c.ErrorKind.(*kind.Required); ok {
+			alts = append(alts, "a mapping with "+strings.Join(r.Missing, ", "))
+			continue
+		}
+		alts = append(alts, c.ErrorKind.LocalizedString(printer))
+	}
+	return "expected " + strings.Join(alts, ", or ")
+}
+
+func patternName(url string, s *schemaSet) string {
+	obj, _ := s.resolve(strings.TrimSuffix(url, "/pattern")).(map[string]any)
+	if desc, ok := obj["description"].(string); ok {
+		return strings.TrimSuffix(strings.SplitN(desc, ":", 2)[0], ".")
+	}
+	return "value"
+}
+
+// yamlTypes names JSON types as YAML authors know them.
+func yamlTypes(want []string) string {
+	names := map[string]string{"object": "a mapping", "array": "a list", "string": "a string",
+		"integer": "an integer", "number": "a number", "boolean": "true or false", "null": "nothing"}
+	out := make([]string, len(want))
+	for i, w := range want {
+		out[i] = names[w]
+	}
+	return strings.Join(out, " or ")
+}
+
+func quoteValue(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return strconv.Quote(n.Value)
+	}
+	return describe(n)
+}
+
+func joinAny(vs []any) string {
+	return strings.Join(strs(vs), ", ")
+}
+
+func strs(vs []any) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// toJSON converts a YAML tree to the JSON value the schema validates.
+func toJSON(n *yaml.Node) any {
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		pairs(n, func(k, v *yaml.Node) { m[k.Value] = toJSON(v) })
+		return m
+	case yaml.SequenceNode:
+		a := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			a[i] = toJSON(c)
+		}
+		return a
+	case yaml.ScalarNode:
+		return scalarJSON(n)
+	}
+	return nil
+}
+
+func scalarJSON(n *yaml.Node) any {
+	switch n.Tag {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int", "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
+	return n.Value
+}
