@@ -2,11 +2,20 @@ package dsl
 
 import "strings"
 
+// maxSuggestLen bounds the names suggest compares (edit distance is quadratic).
+const maxSuggestLen = 64
+
 // suggest returns the candidate closest to name, or "" when none is close
 // enough to be a likely typo.
 func suggest(name string, candidates []string) string {
+	if len(name) > maxSuggestLen {
+		return ""
+	}
 	best, bestDist := "", len(name)/3+2
 	for _, c := range candidates {
+		if len(c) > maxSuggestLen {
+			continue
+		}
 		d := levenshtein(strings.ToLower(name), strings.ToLower(c))
 		if d < bestDist || (d == bestDist && best != "" && c < best) {
 			best, bestDist = c, d

@@ -15,9 +15,12 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// exprEnv is an Env compiled for expr: a configuration template whose
-// environment and builtins are shared, read-only, by every compilation.
+// exprEnv is an Env compiled for expr: the variables' types and a
+// configuration template whose builtins are shared, read-only, by every
+// compilation. The checker caches into natures, so each compilation gets
+// its own natures of the variables.
 type exprEnv struct {
+	vars types.Map
 	conf conf.Config
 }
 
@@ -32,7 +35,7 @@ func buildExprEnv(e *Env) *exprEnv {
 	for name, t := range e.Vars {
 		vars[name] = exprType(t, 0)
 	}
-	ee := &exprEnv{conf: *conf.CreateNew()}
+	ee := &exprEnv{vars: vars, conf: *conf.CreateNew()}
 	ee.conf.WithEnv(vars)
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
@@ -73,8 +76,10 @@ func exprType(t *Type, depth int) types.Type {
 }
 
 func (c *compilation) compileExpr() evaluator {
-	cfg := c.env.exprEnv().conf
+	ee := c.env.exprEnv()
+	cfg := ee.conf
 	cfg.NtCache = nature.Cache{}
+	cfg.Env = ee.vars.Nature()
 	tree, err := parser.ParseWithConfig(c.text, &cfg)
 	if err != nil {
 		c.exprError(err)

@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -29,12 +30,15 @@ func (e *exitError) Error() string {
 func usageErr(err error) error { return &exitError{code: 2, err: err} }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run executes the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	var ee *exitError
 	switch {
@@ -42,11 +46,11 @@ func run(args []string) int {
 		return 0
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "runner:", ee.err)
+			fmt.Fprintln(stderr, "runner:", ee.err)
 		}
 		return ee.code
 	default: // cobra's own usage errors
-		fmt.Fprintln(os.Stderr, "runner:", err)
+		fmt.Fprintln(stderr, "runner:", err)
 		return 2
 	}
 }

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line in-process and returns exit code and output.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+var shipped = []string{"../../pipelines", "../../agents", "../../rules"}
+
+func TestValidateShipped(t *testing.T) {
+	code, out, errOut := runCLI(t, append([]string{"validate", "--strict"}, shipped...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+}
+
+func TestValidateText(t *testing.T) {
+	code, out, _ := runCLI(t, "validate", "testdata/invalid.yaml")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		"testdata/invalid.yaml:11:21: error: state has no field \"consecutive_faild_resolves\"; did you mean \"consecutive_failed_resolves\"?\n" +
+			"          - when: state.consecutive_faild_resolves >= 3\n" +
+			"                        ^\n",
+		`testdata/invalid.yaml:13:13: error: route to unknown node "ENDD"; did you mean "END"?`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	code, out, _ := runCLI(t, "validate", "--format", "json", "testdata/invalid.yaml")
+	var got struct {
+		Diagnostics []struct {
+			Pos struct {
+				File      string
+				Line, Col int
+			}
+			Severity string
+			Message  string
+			Hint     string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if code != 1 || len(got.Diagnostics) != 2 {
+		t.Fatalf("exit %d with %d diagnostics, want 1 with 2", code, len(got.Diagnostics))
+	}
+	d := got.Diagnostics[0]
+	if d.Pos.Line != 11 || d.Pos.Col != 21 || d.Severity != "error" || d.Hint == "" {
+		t.Errorf("first diagnostic = %+v", d)
+	}
+}
+
+func TestValidateGitHub(t *testing.T) {
+	_, out, _ := runCLI(t, "validate", "--format", "github", "testdata/invalid.yaml")
+	want := "::error file=testdata/invalid.yaml,line=11,col=21::state has no field"
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("output = %q, want prefix %q", out, want)
+	}
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"warnings pass", []string{"validate", "testdata/warn_only.yaml"}, 0},
+		{"strict fails on warnings", []string{"validate", "--strict", "testdata/warn_only.yaml"}, 1},
+		{"invalid", []string{"validate", "testdata/invalid.yaml"}, 1},
+		{"missing path", []string{"validate", "testdata/nope.yaml"}, 2},
+		{"bad format", []string{"validate", "--format", "xml", "testdata/warn_only.yaml"}, 2},
+		{"unknown flag", []string{"validate", "--strikt"}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got, out, errOut := runCLI(t, c.args...); got != c.want {
+				t.Errorf("exit %d, want %d\n%s%s", got, c.want, out, errOut)
+			}
+		})
+	}
+}
+
+// TestConfigPaths checks that runner.yaml, then RUNNER_PATHS, choose what
+// validate loads when no path is given.
+func TestConfigPaths(t *testing.T) {
+	dir := t.TempDir()
+	abs, _ := filepath.Abs("testdata")
+	writeFile(t, filepath.Join(dir, "runner.yaml"), "paths: ["+filepath.Join(abs, "warn_only.yaml")+"]\n")
+	t.Chdir(dir)
+	if code, out, _ := runCLI(t, "validate", "--strict"); code != 1 || !strings.Contains(out, "warn_only.yaml") {
+		t.Errorf("runner.yaml paths: exit %d, output %q", code, out)
+	}
+	t.Setenv("RUNNER_PATHS", filepath.Join(abs, "invalid.yaml"))
+	if code, out, _ := runCLI(t, "validate"); code != 1 || !strings.Contains(out, "invalid.yaml:11:21") {
+		t.Errorf("RUNNER_PATHS: exit %d, output %q", code, out)
+	}
+}
+
+func TestValidateNothing(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if code, _, errOut := runCLI(t, "validate"); code != 2 || !strings.Contains(errOut, "nothing to validate") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestGraph(t *testing.T) {
+	t.Chdir("../..")
+	code, out, errOut := runCLI(t, "graph", "fraud_investigator")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"START([START]) --> planner",
+		`planner -- "state.next_action == #quot;COMPLETE#quot; || state.step_count >= state.max_steps" --> completion`,
+		"planner --> tool_executor",
+		"completion --> END",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, out)
+		}
+	}
+	_, dot, _ := runCLI(t, "graph", "--format", "dot", "fraud_investigation")
+	if !strings.Contains(dot, `"planner" -> "completion" [label="state.next_action == \"COMPLETE\" || state.step_count >= state.max_steps"];`) {
+		t.Errorf("dot lacks the labelled route:\n%s", dot)
+	}
+	if code, _, _ := runCLI(t, "graph", "nope"); code != 2 {
+		t.Errorf("unknown name: exit %d, want 2", code)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,154 @@
+package dsl_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/dsl"
+)
+
+// corpus generates n documents in groups of five: a pipeline with eight
+// nodes and a dozen expressions, two tools, a rule set and an agent.
+func corpus(n int) []byte {
+	var b strings.Builder
+	for i := 0; i < n/5; i++ {
+		fmt.Fprintf(&b, `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p%[1]d}
+state:
+  status: {type: string, default: PENDING}
+  step_count: {type: integer, default: 0}
+  next_action: {type: string, default: ""}
+  completed_steps: {type: array, items: {type: string}, reducer: append}
+  planner_decisions: {type: array, reducer: append}
+  tool_executions: {type: array, reducer: append}
+  score: {type: number, default: 0}
+  flagged: {type: boolean, default: false}
+limits: {max_steps: 40, timeout: 60s}
+start: planner
+nodes:
+  planner:
+    type: planner
+    with: {tools: [a%[1]d, b%[1]d], fallback: [a%[1]d, b%[1]d]}
+    next:
+      - when: state.next_action == "COMPLETE" || state.step_count >= 20
+        to: score
+      - to: exec
+  exec:
+    type: tool
+    with: {select: state.next_action, tools: [a%[1]d, b%[1]d], args: {n: state.step_count}, merge: true, record: tool_executions}
+    timeout: 10s
+    retry: {max_attempts: 3, backoff: 100ms}
+    next: planner
+  score:
+    type: set
+    with:
+      score: 'len(state.completed_steps) * 0.25 + (state.flagged ? 0.5 : 0.0)'
+      flagged: state.score > 0.7 || "b%[1]d" in state.completed_steps
+    next:
+      - when: state.score > 0.9
+        to: escalate
+      - when: state.flagged && state.score > 0.5
+        to: review
+      - to: done
+  escalate: {type: set, with: {status: '"ESCALATED"'}, next: done}
+  review: {type: set, with: {status: '"REVIEW"'}, next: done}
+  done:
+    type: set
+    with: {status: 'state.status == "PENDING" ? "COMPLETED" : state.status'}
+    next: END
+output:
+  status: state.status
+  score: state.score
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: a%[1]d}
+parameters: {type: object, properties: {n: {type: integer}}}
+expr: '{"score": args.n * 0.1, "flagged": args.n > 3}'
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: b%[1]d}
+parameters: {type: object, properties: {n: {type: integer}}}
+expr: '{"score": min(1.0, args.n / 10.0)}'
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: r%[1]d}
+state:
+  step_count: {type: integer}
+rules:
+  - key: gate
+    on: before_tool_call
+    when: tool.capability_key in ["create_entity", "update_entity"] && state.step_count > 2
+    do: {require_hitl: {checkpoint_type: mutation}}
+  - key: cap
+    on: after_tool_call
+    when: result.status == "FAILED" && budget.tool_calls > 10
+    do: {abort: {reason: too many failures}}
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: agent%[1]d}
+pipeline: p%[1]d
+rules: [r%[1]d]
+budget: {max_tokens: 100000, max_cost_usd: 5, on_exceed: fail}
+---
+`, i)
+	}
+	return []byte(b.String())
+}
+
+func TestCorpusIsValid(t *testing.T) {
+	docs, diags := dsl.Parse("corpus.yaml", corpus(200))
+	_, more := newChecker(t).Check(docs)
+	if diags = append(diags, more...); len(diags) > 0 || len(docs) != 200 {
+		t.Fatalf("%d documents, diagnostics:\n%s", len(docs), list(diags))
+	}
+}
+
+// BenchmarkValidate200 validates 200 documents: parse, schema, expressions,
+// references and graphs. The target is under 200 ms per operation.
+func BenchmarkValidate200(b *testing.B) {
+	src := corpus(200)
+	c := newChecker(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		docs, _ := dsl.Parse("corpus.yaml", src)
+		if _, diags := c.Check(docs); len(diags) > 0 {
+			b.Fatal(diags)
+		}
+	}
+}
+
+// BenchmarkYAMLDecode200 is the baseline: decoding the same bytes into
+// yaml.Nodes and nothing else.
+func BenchmarkYAMLDecode200(b *testing.B) {
+	src := corpus(200)
+	b.ReportAllocs()
+	for b.Loop() {
+		dec := yaml.NewDecoder(bytes.NewReader(src))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkNewChecker is the fixed cost of a validate run: compiling the
+// document schemas.
+func BenchmarkNewChecker(b *testing.B) {
+	for b.Loop() {
+		newChecker(b)
+	}
+}
