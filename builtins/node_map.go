@@ -1,6 +1,13 @@
 package builtins
 
-import "github.com/runner-dev/runner/dsl"
+import (
+	"context"
+	"fmt"
+
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"golang.org/x/sync/errgroup"
+)
 
 // MapConfig is the with: block of a map node.
 type MapConfig struct {
@@ -34,4 +41,72 @@ var MapNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &MapConfig{} },
+	Build:  buildMap,
+}
+
+func buildMap(cfg any, b *dsl.Build) (runner.Node, error) {
+	c := cfg.(*MapConfig)
+	spec, err := b.Tool(c.Tool.Name)
+	if err != nil {
+		return nil, err
+	}
+	n := &mapNode{cfg: c, spec: spec, args: map[string]*dsl.Program{}}
+	for k, e := range c.Args {
+		n.args[k] = e.Program
+	}
+	return n, nil
+}
+
+type mapNode struct {
+	cfg  *MapConfig
+	spec *runner.ToolSpec
+	args map[string]*dsl.Program
+}
+
+// Run calls the tool once per element, concurrently, and writes the
+// results in list order. With on_failure: continue a failed element's
+// result is {"error": message}.
+func (n *mapNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
+	vars := in.Vars()
+	v, err := n.cfg.Over.Program.Eval(vars)
+	if err != nil {
+		return nil, runner.Permanent(fmt.Errorf("over: %w", err))
+	}
+	list, ok := v.([]any)
+	if v != nil && !ok {
+		return nil, runner.Permanent(fmt.Errorf("over: want a list, got %T", v))
+	}
+	out := make([]any, len(list))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, n.cfg.MaxConcurrency))
+	for i, item := range list {
+		g.Go(func() error {
+			r, err := n.call(gctx, in, vars, i, item)
+			if err != nil && n.cfg.OnFailure != "continue" {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+			if err != nil {
+				r = map[string]any{"error": err.Error()}
+			}
+			out[i] = r
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return runner.Update{n.cfg.Into.Name: out}, nil
+}
+
+func (n *mapNode) call(ctx context.Context, in *runner.Input, base map[string]any, i int, item any) (any, error) {
+	vars := make(map[string]any, len(base)+2)
+	for k, v := range base {
+		vars[k] = v
+	}
+	vars["item"], vars["index"] = item, i
+	args, err := evalArgs(n.args, vars)
+	if err != nil {
+		return nil, err
+	}
+	return callTool(ctx, in.Run, n.spec, args, in.State, 0, i)
 }

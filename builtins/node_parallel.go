@@ -1,6 +1,13 @@
 package builtins
 
-import "github.com/runner-dev/runner/dsl"
+import (
+	"context"
+	"fmt"
+
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"golang.org/x/sync/errgroup"
+)
 
 // ParallelConfig is the with: block of a parallel node.
 type ParallelConfig struct {
@@ -26,4 +33,72 @@ var ParallelNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &ParallelConfig{} },
+	Build:  buildParallel,
+}
+
+func buildParallel(cfg any, b *dsl.Build) (runner.Node, error) {
+	c := cfg.(*ParallelConfig)
+	n := &parallelNode{name: b.Node.Name, limit: c.MaxConcurrency, cont: c.OnFailure == "continue", reducer: b.Reducer}
+	for i := range c.Branches {
+		ch, err := buildChild(&c.Branches[i], b)
+		if err != nil {
+			return nil, fmt.Errorf("branch %d: %w", i, err)
+		}
+		n.branches = append(n.branches, ch)
+	}
+	return n, nil
+}
+
+type parallelNode struct {
+	name     string
+	branches []*child
+	limit    int
+	cont     bool
+	reducer  func(string) runner.Reducer
+}
+
+// Run runs the branches concurrently and joins their updates in branch
+// order through the field reducers. Branches may not pause for a human.
+func (n *parallelNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
+	results := make([]runner.Update, len(n.branches))
+	g, gctx := errgroup.WithContext(ctx)
+	limit := n.limit
+	if limit <= 0 {
+		limit = len(n.branches)
+	}
+	g.SetLimit(limit)
+	for i, ch := range n.branches {
+		g.Go(func() error {
+			upd, err := ch.run(gctx, in, fmt.Sprintf("%s.%d", n.name, i))
+			if err != nil && !n.cont {
+				return fmt.Errorf("branch %d (%s): %w", i, ch.graph.Name, err)
+			}
+			results[i] = upd
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return join(results, n.reducer)
+}
+
+// join combines updates in order; a field two updates write is reduced.
+func join(updates []runner.Update, reducer func(string) runner.Reducer) (runner.Update, error) {
+	out := runner.Update{}
+	for _, u := range updates {
+		for k, v := range u {
+			prev, seen := out[k]
+			if !seen {
+				out[k] = v
+				continue
+			}
+			nv, err := reducer(k)(prev, v)
+			if err != nil {
+				return nil, fmt.Errorf("joining %s: %w", k, err)
+			}
+			out[k] = nv
+		}
+	}
+	return out, nil
 }

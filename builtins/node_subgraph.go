@@ -1,6 +1,13 @@
 package builtins
 
-import "github.com/runner-dev/runner/dsl"
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+)
 
 // SubgraphConfig is the with: block of a subgraph node, and of each branch
 // of a parallel node.
@@ -29,4 +36,81 @@ var SubgraphNode = dsl.NodeType{
 	Doc:    "Runs another pipeline with an input mapping and maps its final state back; its checkpoints live under the parent thread.",
 	Schema: subgraphSchema,
 	Config: func() any { return &SubgraphConfig{} },
+	Build:  buildSubgraph,
+}
+
+// child is a compiled pipeline call: input and output mappings.
+type child struct {
+	graph  *runner.Graph
+	input  map[string]*dsl.Program
+	output []outField
+}
+
+type outField struct {
+	field string
+	expr  *dsl.Program
+}
+
+func buildChild(c *SubgraphConfig, b *dsl.Build) (*child, error) {
+	g, err := b.Graph(c.Pipeline.Name)
+	if err != nil {
+		return nil, err
+	}
+	ch := &child{graph: g, input: map[string]*dsl.Program{}}
+	for k, e := range c.Input {
+		ch.input[k] = e.Program
+	}
+	for f, e := range c.Output {
+		ch.output = append(ch.output, outField{f.Name, e.Program})
+	}
+	sort.Slice(ch.output, func(i, j int) bool { return ch.output[i].field < ch.output[j].field })
+	return ch, nil
+}
+
+// run runs the child as thread name and maps its final state back.
+func (ch *child) run(ctx context.Context, in *runner.Input, name string) (runner.Update, error) {
+	vars := in.Vars()
+	input, err := evalArgs(ch.input, vars)
+	if err != nil {
+		return nil, runner.Permanent(err)
+	}
+	res, err := in.Run.Child(ctx, ch.graph, name, input, in.Resume)
+	if err != nil {
+		return nil, err
+	}
+	switch res.Status {
+	case runner.StatusCompleted:
+	case runner.StatusInterrupted:
+		return nil, res.Interrupt
+	default:
+		return nil, fmt.Errorf("pipeline %s %s: %v", ch.graph.Name, res.Status, res.Error)
+	}
+	vars["result"] = map[string]any(res.State)
+	upd := runner.Update{}
+	for _, o := range ch.output {
+		v, err := o.expr.Eval(vars)
+		if err != nil {
+			return nil, runner.Permanent(fmt.Errorf("output %s: %w", o.field, err))
+		}
+		upd[o.field] = v
+	}
+	return upd, nil
+}
+
+func buildSubgraph(cfg any, b *dsl.Build) (runner.Node, error) {
+	ch, err := buildChild(cfg.(*SubgraphConfig), b)
+	if err != nil {
+		return nil, err
+	}
+	return subgraphNode{ch, b.Node.Name}, nil
+}
+
+type subgraphNode struct {
+	*child
+	name string
+}
+
+// Run runs the pipeline; an interrupt inside it pauses the parent too.
+func (n subgraphNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
+	return n.run(ctx, in, n.name)
 }

@@ -46,7 +46,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		valid:   map[*Document]bool{},
 		used:    map[string]map[string]bool{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
-			RuleSets: map[string]*RuleSet{}, Docs: docs},
+			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{}, Docs: docs},
 	}
 	for _, d := range docs {
 		k.index(d)

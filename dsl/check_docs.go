@@ -46,37 +46,49 @@ func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
 // tool checks a Tool: its parameter and return schemas compile, its
 // expressions compile against its arguments.
 func (k *check) tool(d *Document) {
-	params := k.jsonSchema(d, d.Get("parameters"))
+	t := &ToolDef{Doc: d, Name: d.Name, Capability: scalarValue(d.Get("capability")), Builtin: scalarValue(d.Get("builtin"))}
+	_ = decode(d.Get("mutating"), &t.Mutating)
+	_ = decode(d.Get("timeout"), &t.Timeout)
+	t.Parameters = k.jsonSchema(d, d.Get("parameters"))
 	k.jsonSchema(d, d.Get("returns"))
 	lang := docLang(d, Expr)
-	args := schemaType(params)
+	args := schemaType(t.Parameters)
 	if e := d.Get("expr"); e != nil {
-		k.compile(d, e, lang, NewEnv(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
+		t.Expr = k.compile(d, e, lang, NewEnv(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
 	}
 	if h := d.Get("http"); h != nil {
-		k.httpTool(d, h, lang, args)
+		t.HTTP = k.httpTool(d, h, lang, args)
 	}
+	k.proj.Tools[t.Name] = t
 }
 
-func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) {
-	secrets := ObjectOf(map[string]*Type{})
-	pairs(mapGet(h, "secrets"), func(key, _ *yaml.Node) { secrets.Fields[key.Value] = StringType })
-	env := NewEnv(map[string]*Type{"args": args, "secrets": secrets})
-	templ := func(n *yaml.Node) {
-		if n != nil {
-			_, ds := CompileTemplate(source(d, n, lang), env)
-			k.diags = append(k.diags, ds...)
-		}
+func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTPDef {
+	def := &HTTPDef{Method: scalarValue(mapGet(h, "method")), Headers: map[string]*Template{}, Secrets: map[string]string{}}
+	if def.Method == "" {
+		def.Method = "GET"
 	}
-	templ(mapGet(h, "url"))
-	pairs(mapGet(h, "headers"), func(_, v *yaml.Node) { templ(v) })
+	_ = decode(mapGet(h, "allow_hosts"), &def.AllowHosts)
+	secrets := ObjectOf(map[string]*Type{})
+	pairs(mapGet(h, "secrets"), func(key, v *yaml.Node) {
+		secrets.Fields[key.Value] = StringType
+		def.Secrets[key.Value] = v.Value
+	})
+	env := NewEnv(map[string]*Type{"args": args, "secrets": secrets})
+	templ := func(n *yaml.Node) *Template {
+		t, ds := CompileTemplate(source(d, n, lang), env)
+		k.diags = append(k.diags, ds...)
+		return t
+	}
+	def.URL = templ(mapGet(h, "url"))
+	pairs(mapGet(h, "headers"), func(key, v *yaml.Node) { def.Headers[key.Value] = templ(v) })
 	if b := mapGet(h, "body"); b != nil {
-		k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
+		def.Body = k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
 	}
 	if r := mapGet(h, "response"); r != nil {
 		resp := ObjectOf(map[string]*Type{"status": IntegerType, "headers": {Kind: Object}, "body": AnyType})
-		k.compile(d, r, lang, NewEnv(map[string]*Type{"args": args, "response": resp}), nil)
+		def.Response = k.compile(d, r, lang, NewEnv(map[string]*Type{"args": args, "response": resp}), nil)
 	}
+	return def
 }
 
 // jsonSchema checks that n is a valid JSON Schema and returns it decoded.

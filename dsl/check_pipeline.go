@@ -31,7 +31,7 @@ func (k *check) pipeline(d *Document) {
 	pc.state()
 	p.Input = objectOf(d.Get("input"))
 	if lim := d.Get("limits"); lim != nil {
-		_ = mapGet(lim, "max_steps").Decode(&p.MaxSteps)
+		_ = decode(mapGet(lim, "max_steps"), &p.MaxSteps)
 		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
 	}
 	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
@@ -55,7 +55,7 @@ func (pc *pipelineCheck) state() {
 		}
 		pc.reducer(f, mapGet(v, "reducer"))
 		if def := mapGet(v, "default"); def != nil {
-			f.Default = toJSON(def)
+			f.Default = plainValue(toJSON(def))
 			if !conforms(f.Default, f.Type) {
 				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
 			}
@@ -213,15 +213,12 @@ func conforms(v any, t *Type) bool {
 		_, ok := v.(string)
 		return ok
 	case Integer:
-		n, ok := v.(interface{ Int64() (int64, error) })
-		if !ok {
-			return false
-		}
-		_, err := n.Int64()
-		return err == nil
-	case Number:
-		_, ok := v.(interface{ Float64() (float64, error) })
+		_, ok := v.(int64)
 		return ok
+	case Number:
+		_, isInt := v.(int64)
+		_, isFloat := v.(float64)
+		return isInt || isFloat
 	case Boolean:
 		_, ok := v.(bool)
 		return ok

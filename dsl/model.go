@@ -25,7 +25,35 @@ type Project struct {
 	Pipelines map[string]*Pipeline
 	Agents    map[string]*Agent
 	RuleSets  map[string]*RuleSet
+	Tools     map[string]*ToolDef
 	Docs      []*Document
+}
+
+// ToolDef is a checked Tool document.
+type ToolDef struct {
+	Doc        *Document
+	Name       string
+	Capability string
+	Mutating   bool
+	Timeout    time.Duration
+	// Parameters is the JSON Schema of the arguments, decoded.
+	Parameters map[string]any
+	// Exactly one implementation is set.
+	Expr    *Program
+	HTTP    *HTTPDef
+	Builtin string
+}
+
+// HTTPDef is an http tool's request and response mapping.
+type HTTPDef struct {
+	Method     string
+	URL        *Template
+	Headers    map[string]*Template
+	Body       *Program // over args
+	Response   *Program // over args and response {status, headers, body}
+	AllowHosts []string
+	// Secrets maps names usable as ${secrets.NAME} to environment variables.
+	Secrets map[string]string
 }
 
 // Pipeline is a checked Pipeline document.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // NodeType describes one built-in node type to the compiler: its name, what
@@ -19,6 +21,8 @@ type NodeType struct {
 	Schema string
 	// Config returns a new pointer to the value with: decodes into.
 	Config func() any
+	// Build makes the runtime node from a checked config.
+	Build func(cfg any, b *Build) (runner.Node, error)
 }
 
 // Registry holds the node types a compiler knows, by name.

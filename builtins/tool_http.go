@@ -1,0 +1,340 @@
+package builtins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+)
+
+const (
+	// maxResponseBytes is the most of a response body an http tool reads.
+	maxResponseBytes = 10 << 20
+	// errorBodyBytes is how much of a failed response's body an error quotes.
+	errorBodyBytes = 200
+	// maxRedirects is how many redirects an http tool follows.
+	maxRedirects = 10
+	// redacted replaces secret values in errors and results.
+	redacted = "***"
+)
+
+// httpTool calls an HTTP API. The call's deadline comes from its context;
+// the transport bounds connecting and waiting for response headers.
+type httpTool struct {
+	name   string
+	def    *dsl.HTTPDef
+	client *http.Client
+}
+
+func newHTTPTool(name string, def *dsl.HTTPDef) *httpTool {
+	t := &httpTool{name: name, def: def}
+	t.client = &http.Client{Transport: newTransport(), CheckRedirect: t.checkRedirect}
+	return t
+}
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   10,
+	}
+}
+
+// hostError is a request to a host outside the allowlist.
+type hostError struct {
+	host  string
+	allow []string
+}
+
+func (e *hostError) Error() string {
+	return fmt.Sprintf("host %q is not in allow_hosts [%s]", e.host, strings.Join(e.allow, ", "))
+}
+
+// checkURL refuses a URL that is not http(s) or whose host is not allowed.
+func (t *httpTool) checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("url scheme must be http or https, not %q", u.Scheme)
+	}
+	if !t.allowed(u) {
+		return &hostError{host: u.Host, allow: t.def.AllowHosts}
+	}
+	return nil
+}
+
+// allowed reports whether an allow_hosts entry names u's host (any port)
+// or its host:port (the scheme's port when u has none).
+func (t *httpTool) allowed(u *url.URL) bool {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	hostPort := net.JoinHostPort(u.Hostname(), port)
+	for _, a := range t.def.AllowHosts {
+		if strings.EqualFold(a, u.Hostname()) || strings.EqualFold(a, hostPort) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRedirect follows a few redirects, and only to allowed hosts.
+func (t *httpTool) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	return t.checkURL(req.URL)
+}
+
+// Call renders the request, sends it and maps the response.
+func (t *httpTool) Call(ctx context.Context, call *runner.ToolCall) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := t.begin(call)
+	if err != nil {
+		return nil, err
+	}
+	req, err := c.request(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, c.sendError(ctx, req.URL.Host, err)
+	}
+	defer resp.Body.Close()
+	return c.response(ctx, req.URL.Host, resp)
+}
+
+// httpCall is one call of an httpTool, with the secrets read for it.
+type httpCall struct {
+	*httpTool
+	call    *runner.ToolCall
+	secrets map[string]any
+	redact  *strings.Replacer
+}
+
+// begin reads the tool's secrets from the environment.
+func (t *httpTool) begin(call *runner.ToolCall) (*httpCall, error) {
+	secrets := make(map[string]any, len(t.def.Secrets))
+	var values []string
+	for name, env := range t.def.Secrets {
+		v, ok := os.LookupEnv(env)
+		if !ok {
+			return nil, runner.Permanent(fmt.Errorf("tool %s: secret %s: environment variable %s is not set", t.name, name, env))
+		}
+		secrets[name] = v
+		values = append(values, v)
+	}
+	return &httpCall{httpTool: t, call: call, secrets: secrets, redact: redactor(values)}, nil
+}
+
+// redactor replaces each non-empty value, also in its URL-escaped forms,
+// with ***; longer values first, so that no part of one is left.
+func redactor(values []string) *strings.Replacer {
+	var forms []string
+	for _, v := range values {
+		if v != "" {
+			forms = append(forms, v, url.QueryEscape(v), url.PathEscape(v))
+		}
+	}
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, redacted)
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// request renders the method, URL, headers and body.
+func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
+	vars := map[string]any{"args": c.call.Args, "secrets": c.secrets}
+	raw, err := c.def.URL.Render(vars)
+	if err != nil {
+		return nil, runner.Permanent(c.errorf(nil, "url: %v", err))
+	}
+	body, err := c.body()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, c.def.Method, raw, body)
+	if err != nil {
+		return nil, runner.Permanent(c.errorf(nil, "%v", err))
+	}
+	if err := c.checkURL(req.URL); err != nil {
+		return nil, runner.Permanent(c.errorf(nil, "%v", err))
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.call.Key != "" {
+		req.Header.Set("Idempotency-Key", c.call.Key)
+	}
+	for name, tmpl := range c.def.Headers {
+		v, err := tmpl.Render(vars)
+		if err != nil {
+			return nil, runner.Permanent(c.errorf(nil, "header %s: %v", name, err))
+		}
+		req.Header.Set(name, v)
+	}
+	return req, nil
+}
+
+// body evaluates the body expression over the args and encodes it as
+// JSON; it returns nil when the tool sends no body.
+func (c *httpCall) body() (io.Reader, error) {
+	if c.def.Body == nil {
+		return nil, nil
+	}
+	v, err := c.def.Body.Eval(map[string]any{"args": c.call.Args})
+	if err != nil {
+		return nil, runner.Permanent(c.errorf(nil, "body: %v", err))
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, runner.Permanent(c.errorf(nil, "body: %v", err))
+	}
+	return bytes.NewReader(data), nil
+}
+
+// sendError describes a request that got no (complete) response. It keeps
+// the context's error, so that a deadline reads as a timeout, and leaves
+// out the URL, which may hold secrets.
+func (c *httpCall) sendError(ctx context.Context, host string, err error) error {
+	var he *hostError
+	if errors.As(err, &he) {
+		return runner.Permanent(c.errorf(nil, "redirect: %v", he))
+	}
+	if ctx.Err() != nil {
+		return c.errorf(ctx.Err(), "request to %s: %v", host, ctx.Err())
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return c.errorf(nil, "request to %s: %v", host, err)
+}
+
+// response reads, decodes and maps a response.
+func (c *httpCall) response(ctx context.Context, host string, resp *http.Response) (any, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, c.sendError(ctx, host, err)
+	}
+	if len(data) > maxResponseBytes {
+		return nil, c.errorf(nil, "response from %s is larger than %d bytes", host, maxResponseBytes)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, c.statusError(host, resp.StatusCode, data)
+	}
+	body, err := decodeBody(resp.Header.Get("Content-Type"), data)
+	if err != nil {
+		return nil, c.errorf(nil, "response from %s: %v", host, err)
+	}
+	body = c.redactValue(body)
+	if c.def.Response == nil {
+		return body, nil
+	}
+	v, err := c.def.Response.Eval(map[string]any{"args": c.call.Args, "response": map[string]any{
+		"status": resp.StatusCode, "headers": c.headers(resp.Header), "body": body}})
+	if err != nil {
+		return nil, c.errorf(nil, "response: %v", err)
+	}
+	return v, nil
+}
+
+// statusError describes a non-2xx response, quoting the start of its body.
+// A client error other than 408 and 429 is permanent.
+func (c *httpCall) statusError(host string, status int, body []byte) error {
+	quoted := c.redact.Replace(string(body))
+	if len(quoted) > errorBodyBytes {
+		quoted = strings.ToValidUTF8(quoted[:errorBodyBytes], "")
+	}
+	err := c.errorf(nil, "HTTP %d from %s: %s", status, host, strings.TrimSpace(quoted))
+	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
+		return runner.Permanent(err)
+	}
+	return err
+}
+
+// headers are the response headers the response mapping sees: lowercased
+// names, the first value of each.
+func (c *httpCall) headers(h http.Header) map[string]any {
+	out := make(map[string]any, len(h))
+	for name, vs := range h {
+		if len(vs) > 0 {
+			out[strings.ToLower(name)] = c.redact.Replace(vs[0])
+		}
+	}
+	return out
+}
+
+// redactValue replaces secret values in every string of a decoded body.
+func (c *httpCall) redactValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return c.redact.Replace(x)
+	case []any:
+		for i := range x {
+			x[i] = c.redactValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[c.redact.Replace(k)] = c.redactValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// errorf formats an error prefixed by the tool's name, with every secret
+// value replaced by ***. A non-nil cause (a context error) stays visible to
+// errors.Is.
+func (c *httpCall) errorf(cause error, format string, a ...any) error {
+	msg := fmt.Sprintf("tool %s: %s", c.name, fmt.Sprintf(format, a...))
+	return &redactedError{msg: c.redact.Replace(msg), cause: cause}
+}
+
+// redactedError is an error whose message holds no secret.
+type redactedError struct {
+	msg   string
+	cause error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+func (e *redactedError) Unwrap() error { return e.cause }
+
+// decodeBody decodes a JSON body (by its Content-Type); any other body is
+// returned as a string.
+func decodeBody(contentType string, data []byte) (any, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return string(data), nil
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	return decodeJSON(data)
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Exit codes of exec.
+const (
+	exitCompleted = 0
+	exitFailed    = 1
+	exitUsage     = 2
+	exitPaused    = 3
+)
+
+const defaultStore = "sqlite:.runner/state.db"
+
+func newExec() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "exec NAME",
+		Short: "Run an agent or a pipeline once",
+		Long: `Exec runs the agent or pipeline NAME, checkpointing every step, and prints
+the final state (or the pipeline's output) as JSON on stdout.
+
+Exit status: 0 completed, 3 paused waiting for input (resume with
+--resume THREAD --value JSON), 1 failed, 2 usage or definition error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: runExec,
+	}
+	f := cmd.Flags()
+	f.String("input", "", "run input as JSON, or @FILE")
+	f.String("thread", "", "thread id (default: a new one, printed on stderr)")
+	f.String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	f.String("resume", "", "resume THREAD from its newest checkpoint")
+	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
+	f.Bool("force", false, "with --resume: continue under changed definitions")
+	f.Bool("events", false, "print every event as a JSON line on stdout")
+	return cmd
+}
+
+func runExec(cmd *cobra.Command, args []string) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return usageErr(err)
+	}
+	target, err := compileTarget(cmd, cfg.Paths, args[0])
+	if err != nil {
+		return err
+	}
+	storeDSN, _ := cmd.Flags().GetString("store")
+	st, err := store.Open(storeDSN)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := &runner.Engine{Store: st, Sink: progress(cmd)}
+	res, err := execute(ctx, cmd, e, target)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	return report(cmd, res)
+}
+
+// execute starts or resumes the thread.
+func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *target) (*runner.Result, error) {
+	f := cmd.Flags()
+	if thread, _ := f.GetString("resume"); thread != "" {
+		value, err := jsonFlag(cmd, "value")
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		force, _ := f.GetBool("force")
+		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force})
+	}
+	in, err := jsonFlag(cmd, "input")
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	input, ok := in.(map[string]any)
+	if in != nil && !ok {
+		return nil, usageErr(errors.New("--input must be a JSON object"))
+	}
+	thread, _ := f.GetString("thread")
+	if thread == "" {
+		thread = uuid.Must(uuid.NewV7()).String()
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "thread %s\n", thread)
+	return e.Run(ctx, t.graph, thread, input)
+}
+
+// report prints the result and turns its status into the exit code.
+func report(cmd *cobra.Command, res *runner.Result) error {
+	out := any(res.State)
+	if res.Output != nil {
+		out = res.Output
+	}
+	if events, _ := cmd.Flags().GetBool("events"); !events {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(out)
+	}
+	w := cmd.ErrOrStderr()
+	switch res.Status {
+	case runner.StatusCompleted:
+		return nil
+	case runner.StatusInterrupted:
+		fmt.Fprintf(w, "paused at %s (%s): %s\nresume with: runner exec %s --resume %s --value '<json>'\n",
+			res.Interrupt.Node, res.Interrupt.Kind, res.Interrupt.Message, cmd.Flags().Arg(0), res.Thread)
+		return &exitError{code: exitPaused}
+	case runner.StatusCancelled:
+		fmt.Fprintf(w, "cancelled; resume with: runner exec %s --resume %s\n", cmd.Flags().Arg(0), res.Thread)
+		return &exitError{code: exitFailed}
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
+}
+
+// jsonFlag reads a flag holding JSON or @FILE; empty is nil.
+func jsonFlag(cmd *cobra.Command, name string) (any, error) {
+	s, _ := cmd.Flags().GetString(name)
+	if s == "" {
+		return nil, nil
+	}
+	data := []byte(s)
+	if file, ok := strings.CutPrefix(s, "@"); ok {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("--%s is not valid JSON: %w", name, err)
+	}
+	return v, nil
+}
+
+// progress returns the event sink: JSON lines with --events, per-node
+// lines on a terminal's stderr, else nothing.
+func progress(cmd *cobra.Command) runner.Sink {
+	if events, _ := cmd.Flags().GetBool("events"); events {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		return func(ev runner.Event) { _ = enc.Encode(ev) }
+	}
+	if !isTerminal(cmd.ErrOrStderr()) {
+		return nil
+	}
+	w := cmd.ErrOrStderr()
+	return func(ev runner.Event) {
+		if ev.Type == runner.EventNodeEnd && !strings.Contains(ev.Thread, "/") {
+			d, _ := ev.Data.(map[string]any)
+			fmt.Fprintf(w, "  %-20s %5dms → %v\n", ev.Node, d["duration_ms"], d["next"])
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// target is what exec runs: a compiled graph and the agent's defaults.
+type target struct {
+	graph *runner.Graph
+	agent *dsl.Agent
+}
+
+// compileTarget checks the definitions and compiles the agent or pipeline.
+func compileTarget(cmd *cobra.Command, paths []string, name string) (*target, error) {
+	checker, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	docs, diags := dsl.Load(paths...)
+	proj, more := checker.Check(docs)
+	if diags = append(diags, more...).Sorted(); diags.HasErrors(false) {
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
+		return nil, usageErr(errors.New("definitions are invalid; run runner validate"))
+	}
+	t := &target{agent: proj.Agents[name]}
+	pipeline := name
+	if t.agent != nil {
+		pipeline = t.agent.Pipeline
+	} else if proj.Pipelines[name] == nil {
+		return nil, usageErr(fmt.Errorf("no agent or pipeline named %q", name))
+	}
+	g, err := checker.Compile(proj, pipeline, dsl.CompileOptions{Tool: builtins.Tool})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	t.graph = t.applyBudget(g)
+	return t, nil
+}
+
+// applyBudget narrows the graph's limits to the agent's budget.
+func (t *target) applyBudget(g *runner.Graph) *runner.Graph {
+	if t.agent == nil {
+		return g
+	}
+	b := t.agent.Budget
+	cp := *g
+	if b.MaxSteps > 0 && (cp.MaxSteps == 0 || b.MaxSteps < cp.MaxSteps) {
+		cp.MaxSteps = b.MaxSteps
+	}
+	if b.Timeout > 0 && (cp.Timeout == 0 || b.Timeout < cp.Timeout) {
+		cp.Timeout = b.Timeout
+	}
+	return &cp
+}

@@ -1,0 +1,198 @@
+package dsl
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
+)
+
+// CompileOptions are what Compile needs besides the checked project.
+type CompileOptions struct {
+	// Tool builds a runtime tool from its definition (builtins.Tool).
+	Tool func(*ToolDef) (runner.Tool, error)
+	// Mocks replace tools by name (runner test).
+	Mocks map[string]runner.Tool
+}
+
+// Build is what a node type's Build function sees: the node being built
+// and access to the tools and pipelines it refers to.
+type Build struct {
+	Pipeline *Pipeline
+	Node     *Node
+	c        *graphCompiler
+}
+
+// Tool returns the runtime tool called name.
+func (b *Build) Tool(name string) (*runner.ToolSpec, error) { return b.c.tool(name) }
+
+// Graph returns the compiled pipeline called name (for subgraphs).
+func (b *Build) Graph(name string) (*runner.Graph, error) { return b.c.graph(name) }
+
+// Reducer returns the reducer of a state field of the node's pipeline.
+func (b *Build) Reducer(field string) runner.Reducer {
+	for _, f := range b.Pipeline.Fields {
+		if f.Name == field {
+			return runner.Reducers[f.Reducer]
+		}
+	}
+	return runner.Replace
+}
+
+// graphCompiler compiles one target and what it depends on, once each.
+type graphCompiler struct {
+	reg    *Registry
+	proj   *Project
+	opt    CompileOptions
+	graphs map[string]*runner.Graph
+	tools  map[string]*runner.ToolSpec
+	defs   map[string]string
+}
+
+// Compile compiles the pipeline called name, with the pipelines it runs as
+// subgraphs and the tools it calls. The project must have checked without
+// errors. The graph is immutable and safe to run for many threads at once.
+func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runner.Graph, error) {
+	cc := &graphCompiler{reg: c.reg, proj: proj, opt: opt, graphs: map[string]*runner.Graph{},
+		tools: map[string]*runner.ToolSpec{}, defs: map[string]string{}}
+	g, err := cc.graph(name)
+	if err != nil {
+		return nil, err
+	}
+	g.Defs = cc.defs
+	g.Hash = hashDefs(cc.defs)
+	return g, nil
+}
+
+func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
+	if g, ok := c.graphs[name]; ok {
+		return g, nil
+	}
+	p := c.proj.Pipelines[name]
+	if p == nil {
+		return nil, fmt.Errorf("no pipeline named %q", name)
+	}
+	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
+		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}}
+	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
+	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)
+	for _, f := range p.Fields {
+		g.Fields[f.Name] = runner.Field{Reducer: runner.Reducers[f.Reducer], Default: f.Default}
+	}
+	for _, n := range p.Nodes {
+		s, err := c.step(p, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: node %s: %w", n.Pos, n.Name, err)
+		}
+		g.Nodes[n.Name] = s
+	}
+	if len(p.Output) > 0 {
+		g.Output = outputOf(p.Output)
+	}
+	return g, nil
+}
+
+func (c *graphCompiler) step(p *Pipeline, n *Node) (*runner.Step, error) {
+	nt, _ := c.reg.Lookup(n.Type)
+	if nt.Build == nil {
+		return nil, fmt.Errorf("node type %s cannot run", n.Type)
+	}
+	node, err := nt.Build(n.Config, &Build{Pipeline: p, Node: n, c: c})
+	if err != nil {
+		return nil, err
+	}
+	s := &runner.Step{Name: n.Name, Type: n.Type, Node: node, OnError: n.OnError, Timeout: n.Timeout}
+	if n.Retry != nil {
+		s.Retry = runner.Retry{MaxAttempts: n.Retry.MaxAttempts, Backoff: n.Retry.Backoff, MaxBackoff: n.Retry.MaxBackoff, On: n.Retry.On}
+	}
+	for _, r := range n.Next {
+		rt := runner.Route{To: r.To}
+		if r.When != nil {
+			rt.When = r.When.Program
+		}
+		s.Routes = append(s.Routes, rt)
+	}
+	return s, nil
+}
+
+func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
+	if t, ok := c.tools[name]; ok {
+		return t, nil
+	}
+	def := c.proj.Tools[name]
+	if def == nil {
+		return nil, fmt.Errorf("no tool named %q", name)
+	}
+	spec := &runner.ToolSpec{Name: name, Capability: def.Capability, Mutating: def.Mutating, Timeout: def.Timeout}
+	var err error
+	switch {
+	case c.opt.Mocks[name] != nil:
+		spec.Tool = c.opt.Mocks[name]
+	case c.opt.Tool != nil:
+		spec.Tool, err = c.opt.Tool(def)
+	default:
+		err = fmt.Errorf("no tool implementations were given to the compiler")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: %w", name, err)
+	}
+	c.tools[name] = spec
+	c.defs[KindTool+"/"+name] = hashDoc(def.Doc)
+	return spec, nil
+}
+
+// output evaluates a pipeline's output mapping.
+type output map[string]*Program
+
+func outputOf(m map[string]*Expression) output {
+	o := output{}
+	for k, e := range m {
+		o[k] = e.Program
+	}
+	return o
+}
+
+// Eval computes every output field.
+func (o output) Eval(vars map[string]any) (any, error) {
+	out := make(map[string]any, len(o))
+	for k, p := range o {
+		v, err := p.Eval(vars)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// hashDoc hashes a document's content (not its layout or comments).
+func hashDoc(d *Document) string {
+	b, _ := yaml.Marshal(stripComments(d.Root))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+func stripComments(n *yaml.Node) *yaml.Node {
+	cp := *n
+	cp.HeadComment, cp.LineComment, cp.FootComment = "", "", ""
+	cp.Content = make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		cp.Content[i] = stripComments(c)
+	}
+	return &cp
+}
+
+func hashDefs(defs map[string]string) string {
+	keys := make([]string, 0, len(defs))
+	for k := range defs {
+		keys = append(keys, k+"="+defs[k])
+	}
+	sort.Strings(keys)
+	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
+	return hex.EncodeToString(sum[:8])
+}
