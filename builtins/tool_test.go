@@ -46,7 +46,9 @@ func buildTool(t *testing.T, src, name string) runner.Tool {
 // nodeFunc adapts a function to runner.Node.
 type nodeFunc func(context.Context, *runner.Input) (runner.Update, error)
 
-func (f nodeFunc) Run(ctx context.Context, in *runner.Input) (runner.Update, error) { return f(ctx, in) }
+func (f nodeFunc) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
+	return f(ctx, in)
+}
 
 // attempts calls tool from a node that may run three times, as a retry
 // policy allows, and returns how often it ran and its last error: one run

@@ -175,9 +175,25 @@ func (k *check) test(d *Document) {
 		}
 	}
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType})
-	for _, a := range items(mapGet(d.Get("expect"), "assert")) {
-		k.compile(d, a, docLang(d, Expr), env, BoolType)
+	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Mocks: map[string]Mock{}}
+	t.Input, _ = plainValue(toJSON(orEmpty(d.Get("input")))).(map[string]any)
+	_ = decode(d.Get("mocks"), &t.Mocks)
+	_ = decode(d.Get("resume"), &t.Resume)
+	ex := d.Get("expect")
+	t.Expect.Status = scalarValue(mapGet(ex, "status"))
+	_ = decode(mapGet(ex, "path"), &t.Expect.Path)
+	_ = decode(mapGet(ex, "tool_calls"), &t.Expect.ToolCalls)
+	for _, a := range items(mapGet(ex, "assert")) {
+		t.Expect.Assert = append(t.Expect.Assert, &Expression{Program: k.compile(d, a, docLang(d, Expr), env, BoolType), node: a})
 	}
+	k.proj.Tests = append(k.proj.Tests, t)
+}
+
+func orEmpty(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return &yaml.Node{Kind: yaml.MappingNode}
+	}
+	return n
 }
 
 // subgraphCycles reports pipelines that contain themselves through

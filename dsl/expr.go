@@ -114,14 +114,18 @@ func (p *Program) Lang() Lang { return p.lang }
 
 // Eval evaluates the expression with the given variables ("state" and so on)
 // and returns a JSON-like value: nil, bool, int64 or int, float64, string,
-// []any or map[string]any. It never panics.
+// []any or map[string]any. Errors start with the expression's text. It
+// never panics.
 func (p *Program) Eval(vars map[string]any) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("%s: %v", p.text, r)
 		}
 	}()
-	return p.ev.eval(vars)
+	if v, err = p.ev.eval(vars); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.text, err)
+	}
+	return v, nil
 }
 
 // EvalBool evaluates a condition; a result that is not a boolean is an error.

@@ -26,7 +26,42 @@ type Project struct {
 	Agents    map[string]*Agent
 	RuleSets  map[string]*RuleSet
 	Tools     map[string]*ToolDef
+	Tests     []*TestDef
 	Docs      []*Document
+}
+
+// TestDef is a checked Test document.
+type TestDef struct {
+	Doc      *Document
+	Name     string
+	Pipeline string // the pipeline run: the target's, for an agent
+	Agent    string
+	Input    map[string]any
+	Mocks    map[string]Mock
+	Resume   []ResumeStep
+	Expect   Expect
+}
+
+// Mock replaces a tool in a test: a result, an error, after a delay.
+type Mock struct {
+	Result any           `yaml:"result"`
+	Error  string        `yaml:"error"`
+	Delay  time.Duration `yaml:"delay"`
+}
+
+// ResumeStep is the value a paused test run is resumed with; Approve is
+// shorthand for {"approved": ...}.
+type ResumeStep struct {
+	Value   any   `yaml:"value"`
+	Approve *bool `yaml:"approve"`
+}
+
+// Expect is what a test checks after its last step.
+type Expect struct {
+	Status    string
+	Path      []string
+	ToolCalls []string
+	Assert    []*Expression
 }
 
 // ToolDef is a checked Tool document.

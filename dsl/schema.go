@@ -159,7 +159,11 @@ func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Di
 	case *kind.Const:
 		diags.Errorf(d.Pos(n), "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
 	case *kind.OneOf, *kind.AnyOf:
-		diags.Errorf(d.Pos(n), "%s has the wrong shape%s: %s", describe(n), where, s.shapes(e))
+		shapes := s.shapes(e)
+		dg := diags.Errorf(d.Pos(n), "%s has the wrong shape%s: %s", describe(n), where, shapes)
+		if n.Kind == yaml.MappingNode && strings.Contains(shapes, "a string") {
+			dg.Hint = `YAML reads "key: value" inside a plain string as a mapping; quote the value`
+		}
 	case *kind.Pattern:
 		diags.Errorf(d.Pos(n), "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
 	default:
@@ -230,21 +234,34 @@ func (s *schemaSet) resolve(url string) any {
 	return v
 }
 
-// shapes describes the alternatives of a failed oneOf for its message.
+// shapes describes the alternatives of a failed oneOf for its message,
+// from the alternative schemas themselves.
 func (s *schemaSet) shapes(e *jsonschema.ValidationError) string {
 	var alts []string
 	for _, c := range e.Causes {
-		if t, ok := c.ErrorKind.(*kind.Type); ok {
-			alts = append(alts, yamlTypes(t.Want))
-			continue
-		}
-		if r, ok := c.ErrorKind.(*kind.Required); ok {
-			alts = append(alts, "a mapping with "+strings.Join(r.Missing, ", "))
-			continue
-		}
-		alts = append(alts, c.ErrorKind.LocalizedString(printer))
+		alts = append(alts, s.shape(c.SchemaURL))
 	}
 	return "expected " + strings.Join(alts, ", or ")
+}
+
+// shape names what the schema at url accepts: types, or a mapping with
+// its required keys.
+func (s *schemaSet) shape(url string) string {
+	obj, _ := s.resolve(url).(map[string]any)
+	var parts []string
+	switch t := obj["type"].(type) {
+	case string:
+		parts = append(parts, yamlTypes([]string{t}))
+	case []any:
+		parts = append(parts, yamlTypes(strs(t)))
+	}
+	if req, ok := obj["required"].([]any); ok {
+		parts = []string{"a mapping with " + strings.Join(strs(req), ", ")}
+	}
+	if len(parts) == 0 {
+		return "another shape"
+	}
+	return strings.Join(parts, " ")
 }
 
 func patternName(url string, s *schemaSet) string {

@@ -188,15 +188,9 @@ type target struct {
 
 // compileTarget checks the definitions and compiles the agent or pipeline.
 func compileTarget(cmd *cobra.Command, paths []string, name string) (*target, error) {
-	checker, err := dsl.NewChecker(builtins.Registry())
+	checker, proj, err := checkedProject(cmd, paths)
 	if err != nil {
-		return nil, usageErr(err)
-	}
-	docs, diags := dsl.Load(paths...)
-	proj, more := checker.Check(docs)
-	if diags = append(diags, more...).Sorted(); diags.HasErrors(false) {
-		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
-		return nil, usageErr(errors.New("definitions are invalid; run runner validate"))
+		return nil, err
 	}
 	t := &target{agent: proj.Agents[name]}
 	pipeline := name

@@ -63,6 +63,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
-	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads())
+	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads(), newTest())
 	return root
 }

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+func newTest() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "test [PATH...]",
+		Short: "Run the Test documents",
+		Long: `Test runs every Test document under PATH (default: the project's paths)
+against its agent or pipeline, with the tools it mocks, the resumes it lists,
+and checks the expected status, node path, tool calls and assertions.
+
+Exit status: 0 all passed, 1 a test failed, 2 usage or definition error.`,
+		RunE: runTests,
+	}
+	cmd.Flags().String("run", "", "run only tests whose name contains this")
+	cmd.Flags().BoolP("verbose", "v", false, "print every test, not only failures")
+	return cmd
+}
+
+func runTests(cmd *cobra.Command, args []string) error {
+	paths := args
+	if len(paths) == 0 {
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			return usageErr(err)
+		}
+		paths = cfg.Paths
+	}
+	checker, proj, err := checkedProject(cmd, paths)
+	if err != nil {
+		return err
+	}
+	filter, _ := cmd.Flags().GetString("run")
+	verbose, _ := cmd.Flags().GetBool("verbose")
+	w := cmd.OutOrStdout()
+	passed, failed := 0, 0
+	for _, t := range proj.Tests {
+		if !strings.Contains(t.Name, filter) {
+			continue
+		}
+		start := time.Now()
+		problems := runTest(cmd.Context(), checker, proj, t)
+		took := time.Since(start).Round(time.Millisecond)
+		if len(problems) == 0 {
+			passed++
+			if verbose {
+				fmt.Fprintf(w, "ok    %s (%s)\n", t.Name, took)
+			}
+			continue
+		}
+		failed++
+		fmt.Fprintf(w, "FAIL  %s (%s)\n", t.Name, took)
+		for _, p := range problems {
+			fmt.Fprintf(w, "      %s: %s\n", t.Doc.Pos(t.Doc.Root), strings.ReplaceAll(p, "\n", "\n      "))
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// checkedProject loads and checks the definitions, reporting errors.
+func checkedProject(cmd *cobra.Command, paths []string) (*dsl.Checker, *dsl.Project, error) {
+	checker, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	docs, diags := dsl.Load(paths...)
+	proj, more := checker.Check(docs)
+	if diags = append(diags, more...).Sorted(); diags.HasErrors(false) {
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
+		return nil, nil, usageErr(errors.New("definitions are invalid; run runner validate"))
+	}
+	return checker, proj, nil
+}
+
+// runTest runs one test and returns what did not meet expectations.
+func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef) []string {
+	calls := &callLog{}
+	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Mocks: mocks(t.Mocks)})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if a := proj.Agents[t.Agent]; a != nil {
+		g = (&target{graph: g, agent: a}).applyBudget(g)
+	}
+	st, _ := store.Open("memory:")
+	defer st.Close()
+	e := &runner.Engine{Store: st, Sink: calls.record}
+	res, err := e.Run(ctx, g, "test", t.Input)
+	path := []string{}
+	for i := 0; err == nil; i++ {
+		path = append(path, res.Path...)
+		if res.Status != runner.StatusInterrupted || i >= len(t.Resume) {
+			break
+		}
+		res, err = e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(t.Resume[i])})
+	}
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return expectations(t, res, path, calls.names())
+}
+
+// expectations compares a test's outcome with what it expects.
+func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []string {
+	var out []string
+	ex := t.Expect
+	if want := ex.Status; want != "" && res.Status != want && !(want == "awaiting_hitl" && res.Status == runner.StatusInterrupted) {
+		out = append(out, fmt.Sprintf("status %s, want %s%s", res.Status, want, errSuffix(res.Error)))
+	}
+	if ex.Path != nil && !slices.Equal(path, ex.Path) {
+		out = append(out, fmt.Sprintf("path\n  got:  %s\n  want: %s", strings.Join(path, " → "), strings.Join(ex.Path, " → ")))
+	}
+	if ex.ToolCalls != nil && !slices.Equal(calls, ex.ToolCalls) {
+		out = append(out, fmt.Sprintf("tool calls\n  got:  %v\n  want: %v", calls, ex.ToolCalls))
+	}
+	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status}
+	for _, a := range ex.Assert {
+		ok, err := a.Program.EvalBool(vars)
+		if err != nil || !ok {
+			out = append(out, fmt.Sprintf("assertion failed: %s%s\n  state: %s", a.Program.Text(), errSuffix(err), compactJSON(res.State)))
+		}
+	}
+	return out
+}
+
+// errSuffix renders an optional error as " (message)".
+func errSuffix[E interface {
+	comparable
+	error
+}](err E) string {
+	var zero E
+	if err == zero {
+		return ""
+	}
+	return " (" + err.Error() + ")"
+}
+
+func resumeOf(r dsl.ResumeStep) any {
+	if r.Approve != nil {
+		return map[string]any{"approved": *r.Approve}
+	}
+	return r.Value
+}
+
+// mocks turns a test's mocks into tools.
+func mocks(ms map[string]dsl.Mock) map[string]runner.Tool {
+	out := map[string]runner.Tool{}
+	for name, m := range ms {
+		out[name] = runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
+			if m.Delay > 0 {
+				t := time.NewTimer(m.Delay)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-t.C:
+				}
+			}
+			if m.Error != "" {
+				return nil, errors.New(m.Error)
+			}
+			return m.Result, nil
+		})
+	}
+	return out
+}
+
+// callLog records the tool calls of a run from its events.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *callLog) record(ev runner.Event) {
+	if ev.Type == runner.EventToolCall {
+		d, _ := ev.Data.(map[string]any)
+		c.mu.Lock()
+		c.calls = append(c.calls, fmt.Sprint(d["tool"]))
+		c.mu.Unlock()
+	}
+}
+
+func (c *callLog) names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string{}, c.calls...)
+}
+
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
