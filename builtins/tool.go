@@ -104,12 +104,12 @@ func (t *checkedTool) invalid(args map[string]any) string {
 		return err.Error()
 	}
 	err = t.params.Validate(v)
+	if err == nil {
+		return ""
+	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		if err != nil {
-			return err.Error()
-		}
-		return ""
+		return err.Error()
 	}
 	leaves := leafErrors(ve)
 	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {

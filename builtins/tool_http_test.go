@@ -259,3 +259,20 @@ func TestHTTPToolTimeout(t *testing.T) {
 		t.Errorf("took %s; the deadline was 100ms", d)
 	}
 }
+
+func TestHTTPToolConcurrent(t *testing.T) {
+	t.Setenv(tokenEnv, token)
+	tool := httpTool(t, testAPI(t), "weather")
+	errs := make(chan error, 8)
+	for i := range cap(errs) {
+		go func() {
+			_, err := tool.Call(context.Background(), &runner.ToolCall{Args: map[string]any{"city": "Lima", "days": i}})
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

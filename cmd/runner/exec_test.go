@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var shippedArgs = []string{"../../pipelines", "../../agents", "../../rules"}
+
+func TestShippedTestsPass(t *testing.T) {
+	code, out, errOut := runCLI(t, append([]string{"test", "-v"}, shippedArgs...)...)
+	if code != 0 || !strings.Contains(out, "11 passed, 0 failed") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestFailingTestReports(t *testing.T) {
+	code, out, _ := runCLI(t, "test", "testdata/failing_test.yaml")
+	if code != 1 || !strings.Contains(out, "FAIL  counts_to_three") || !strings.Contains(out, "assertion failed: state.n == 4") ||
+		!strings.Contains(out, "got:  bump → bump → bump") || !strings.Contains(out, "0 passed, 1 failed") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+// execArgs runs exec on the shipped definitions with a store in dir.
+func execArgs(dir string, args ...string) []string {
+	t := []string{"exec", "--store", "sqlite:" + filepath.Join(dir, "state.db")}
+	return append(t, args...)
+}
+
+func TestExecCompletes(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, execArgs(dir, "fraud_investigator", "--input", `{"transaction_id": "txn_1001"}`, "--thread", "t1")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got["severity"] != "CRITICAL" || got["status"] != "COMPLETED" {
+		t.Fatalf("output %s (%v)", out, err)
+	}
+	code, out, _ = runCLI(t, "threads", "history", "t1", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if code != 0 || !strings.Contains(out, "completion") || strings.Count(out, "\n") != 16 {
+		t.Errorf("history: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "threads", "list", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if code != 0 || !strings.Contains(out, "t1") || !strings.Contains(out, "completed") {
+		t.Errorf("list: exit %d\n%s", code, out)
+	}
+}
+
+func TestExecPauseAndResume(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	code, _, errOut := runCLI(t, execArgs(dir, "ops_actions", "--input", `{"user_input": "restart nginx.service"}`, "--thread", "ops")...)
+	if code != 3 || !strings.Contains(errOut, "paused at approve (approval)") || !strings.Contains(errOut, "--resume ops") {
+		t.Fatalf("exit %d, want 3: %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, execArgs(dir, "ops_actions", "--resume", "ops", "--value", `{"approved": "yes"}`)...)
+	if code != 1 || !strings.Contains(errOut, "invalid resume value") || !strings.Contains(errOut, "/approved") {
+		t.Fatalf("bad value: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, execArgs(dir, "ops_actions", "--resume", "ops", "--value", `{"approved": true}`)...)
+	if code != 0 || !strings.Contains(out, `"status": "DRY_RUN"`) {
+		t.Fatalf("resume: exit %d: %s%s", code, out, errOut)
+	}
+}
+
+func TestExecEvents(t *testing.T) {
+	t.Chdir("../..")
+	code, out, _ := runCLI(t, "exec", "--store", "memory:", "--events", "ops_actions", "--input", `{"user_input": "status of api"}`)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var first, last map[string]any
+	_ = json.Unmarshal([]byte(lines[0]), &first)
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if first["event"] != "run_start" || last["event"] != "done" || !strings.Contains(out, `"event":"tool_call"`) {
+		t.Errorf("events from %v to %v:\n%s", first["event"], last["event"], out)
+	}
+}
+
+func TestExecUsageErrors(t *testing.T) {
+	t.Chdir("../..")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown target", []string{"exec", "--store", "memory:", "nope"}, `no agent or pipeline named "nope"`},
+		{"bad input", []string{"exec", "--store", "memory:", "ops_actions", "--input", "{"}, "--input is not valid JSON"},
+		{"input not object", []string{"exec", "--store", "memory:", "ops_actions", "--input", "[1]"}, "must be a JSON object"},
+		{"bad store", []string{"exec", "--store", "redis:x", "ops_actions"}, "redis"},
+		{"unknown field", []string{"exec", "--store", "memory:", "ops_actions", "--input", `{"usr_input": "x"}`}, `input field "usr_input"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errOut := runCLI(t, c.args...)
+			if code == 0 || code == 3 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q, want %q", code, errOut, c.want)
+			}
+		})
+	}
+}
