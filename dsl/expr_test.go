@@ -100,6 +100,41 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
+// TestCompileErrorPositions checks that errors point into YAML scalars of
+// every style, through escapes, line breaks and wide characters.
+func TestCompileErrorPositions(t *testing.T) {
+	tests := []struct {
+		name, src string
+		lang      Lang
+	}{
+		{"cel literal block", "when: |\n  state.done &&\n    sate.x\n", CEL},
+		{"expr literal block", "when: |\n  state.done &&\n    sate.x\n", Expr},
+		{"cel folded block", "when: >-\n  state.done\n  && sate.x\n", CEL},
+		{"cel double-quoted", `when: "state.status == \"\u00e9\" && sate.x"` + "\n", CEL},
+		{"expr double-quoted", `when: "state.status == \"\u00e9\" && sate.x"` + "\n", Expr},
+		{"cel single-quoted", "when: 'state.status == ''日本'' && sate.x'\n", CEL},
+		{"expr single-quoted", "when: 'state.status == ''日本'' && sate.x'\n", Expr},
+		{"cel flow mapping", "when: {cel: \"'é' == state.status &&\n    sate.x\"}\n", CEL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(tt.src), &doc); err != nil {
+				t.Fatalf("yaml: %v", err)
+			}
+			n := findScalar(&doc, "sate")
+			src := Source{Text: n.Value, Lang: tt.lang, File: "f.yaml", Node: n, Src: []byte(tt.src)}
+			_, ds := Compile(src, testEnv(), BoolType)
+			if len(ds) != 1 || ds[0].Message != `unknown name "sate"` {
+				t.Fatalf("Compile(%q) = %v, want one unknown name error", n.Value, ds)
+			}
+			if want := markerPos(t, tt.src, "sate"); ds[0].Pos != want {
+				t.Errorf("got position %v, want %v", ds[0].Pos, want)
+			}
+		})
+	}
+}
+
 func TestCompileOK(t *testing.T) {
 	tests := []struct {
 		name, text string

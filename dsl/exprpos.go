@@ -79,7 +79,8 @@ func skipToken(src []byte, j int) int {
 
 // scalarWalk walks a scalar's value and its source text in parallel. A run
 // of white space in the value matches a run in the source, whatever their
-// lengths (folding, indentation); escapes and '' consume extra source.
+// lengths (folding, indentation); escapes and doubled single quotes consume
+// extra source.
 type scalarWalk struct {
 	src    []byte
 	value  string
