@@ -124,12 +124,14 @@ func BenchmarkStep(b *testing.B) {
 		}
 		perStep(b, start)
 	})
-	for _, dsn := range []string{"", "memory:", "sqlite:" + b.TempDir() + "/bench.db"} {
-		name := "engine-no-store"
-		if dsn != "" {
-			name = "engine-" + dsn[:6]
-		}
-		b.Run(name, func(b *testing.B) { benchEngine(b, graph004(), dsn, input) })
+	dir := b.TempDir()
+	stores := []struct{ name, dsn string }{
+		{"engine-no-store", ""}, {"engine-memory", "memory:"},
+		{"engine-sqlite", "sqlite:" + dir + "/normal.db"},
+		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full"},
+	}
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) { benchEngine(b, graph004(), st.dsn, input) })
 	}
 }
 

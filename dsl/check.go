@@ -3,7 +3,6 @@ package dsl
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -209,12 +208,4 @@ func sameType(a, b *Type) bool {
 		return (a.Kind == Integer && b.Kind == Number) || (a.Kind == Number && b.Kind == Integer)
 	}
 	return a.Kind != Array || sameType(a.Items, b.Items)
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }

@@ -1,0 +1,237 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// errStore marks a failure of the checkpoint store: the run stops and the
+// error is returned, since nothing more can be made durable.
+var errStore = errors.New("checkpoint store")
+
+// cpRecord is what one checkpoint records.
+type cpRecord struct {
+	node, next, status string
+	writes             Update
+	state              State
+	snapshot           bool
+	interrupt          *Interrupt
+	err                *RunError
+}
+
+// meta is a checkpoint's bookkeeping. Snapshots carry the input and the
+// hash of every definition, to explain a refused resume.
+type meta struct {
+	Input map[string]any    `json:"input,omitempty"`
+	Defs  map[string]string `json:"defs,omitempty"`
+	Error *RunError         `json:"error,omitempty"`
+}
+
+// checkpoint writes the next checkpoint of the thread, durably. It holds
+// the step's writes; the whole state is written again only once the writes
+// since the last snapshot add up to that snapshot's size. So a step costs
+// what it changed, not what the state holds, and a resume replays at most
+// a state's worth of writes.
+func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
+	st := r.engine.Store
+	if st == nil {
+		r.id++
+		return nil
+	}
+	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
+	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
+		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, CreatedAt: r.now()}
+	m := meta{Error: c.err}
+	var err error
+	if snap {
+		m.Input, m.Defs = r.input, r.Graph.Defs
+		cp.Snapshot, err = json.Marshal(c.state)
+	} else if c.writes != nil {
+		cp.Writes, err = json.Marshal(c.writes)
+	}
+	if err == nil && c.interrupt != nil {
+		cp.Interrupt, err = json.Marshal(c.interrupt)
+	}
+	if err == nil && (snap || c.err != nil) {
+		cp.Meta, err = json.Marshal(m)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)
+	}
+	if err := st.Put(ctx, cp); err != nil {
+		return fmt.Errorf("%w: %v", errStore, err)
+	}
+	if snap {
+		r.sinceSnap, r.snapSize = 0, len(cp.Snapshot)
+	} else {
+		r.sinceSnap += len(cp.Writes)
+	}
+	r.id = cp.ID
+	r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	return nil
+}
+
+// merge applies an update to state, in place, through the field
+// reducers. Every reducer runs before any field is written, so a failing
+// update leaves the state as it was.
+func merge(g *Graph, state State, upd Update) (State, error) {
+	if len(upd) == 0 {
+		return state, nil
+	}
+	type change struct {
+		field string
+		value any
+	}
+	var buf [8]change
+	changes := buf[:0]
+	for k, v := range upd {
+		f, ok := g.Fields[k]
+		if !ok {
+			return nil, fmt.Errorf("update of %q, which is not a state field", k)
+		}
+		nv, err := f.Reducer(state[k], v)
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", k, err)
+		}
+		changes = append(changes, change{k, nv})
+	}
+	for _, c := range changes {
+		state[c.field] = c.value
+	}
+	return state, nil
+}
+
+// rebuild replays checkpoints — a snapshot, then writes — into a state.
+func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
+	var state State
+	if err := decodeJSON(cps[0].Snapshot, &state); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
+	}
+	var m meta
+	if err := decodeJSON(cps[0].Meta, &m); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
+	}
+	for _, cp := range cps[1:] {
+		if len(cp.Writes) == 0 {
+			continue
+		}
+		var upd Update
+		if err := decodeJSON(cp.Writes, &upd); err != nil {
+			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
+		}
+		var err error
+		if state, err = merge(g, state, upd); err != nil {
+			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
+		}
+	}
+	return state, &m, nil
+}
+
+// decodeJSON decodes numbers as int64 when they are integers, else float64.
+func decodeJSON(data []byte, v any) error {
+	if len(data) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	raw = normalize(raw)
+	switch p := v.(type) {
+	case *State:
+		*p, _ = raw.(map[string]any)
+	case *Update:
+		*p, _ = raw.(map[string]any)
+	default:
+		return json.Unmarshal(data, v)
+	}
+	return nil
+}
+
+// normalize turns json.Numbers into int64 or float64, deeply.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = normalize(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = normalize(x[k])
+		}
+	}
+	return v
+}
+
+// cloneJSON deep-copies a JSON-like value (defaults must not be shared
+// between threads).
+func cloneJSON(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = cloneJSON(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k := range x {
+			out[k] = cloneJSON(x[k])
+		}
+		return out
+	}
+	return v
+}
+
+// checkResumable refuses to resume a finished thread, or one whose
+// definitions changed (unless forced), naming what changed.
+func checkResumable(g *Graph, cps []*store.Checkpoint, force bool) error {
+	last := cps[len(cps)-1]
+	if last.Status == StatusCompleted {
+		return fmt.Errorf("thread %s already completed", last.Thread)
+	}
+	if last.Pipeline != g.Name {
+		return fmt.Errorf("thread %s runs pipeline %s, not %s", last.Thread, last.Pipeline, g.Name)
+	}
+	if last.ConfigHash == g.Hash || force {
+		return nil
+	}
+	var m meta
+	_ = decodeJSON(cps[0].Meta, &m)
+	return fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
+		last.Thread, changedDefs(m.Defs, g.Defs))
+}
+
+func changedDefs(old, cur map[string]string) string {
+	var out []string
+	for k, h := range cur {
+		if old[k] != h {
+			out = append(out, k)
+		}
+	}
+	for k := range old {
+		if _, ok := cur[k]; !ok {
+			out = append(out, k+" (removed)")
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "unknown"
+	}
+	return strings.Join(out, ", ")
+}

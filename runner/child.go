@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Vars returns the variables a node's expressions see: state, input and
+// budget.
+func (in *Input) Vars() map[string]any {
+	return map[string]any{"state": in.State, "input": in.Run.input, "budget": map[string]any{"steps": in.Run.step}}
+}
+
+// Now returns the run's clock reading.
+func (r *Run) Now() time.Time { return r.now() }
+
+// Child runs g as a child thread of this run (a subgraph or a parallel
+// branch, named name): its checkpoints live under the parent thread, as
+// "<parent>/<name>@<step>". When the parent step runs again — on resume
+// after an interrupt or a crash — the child resumes instead of starting
+// over, and a child that had completed returns its result unchanged.
+func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string]any, resume any) (*Result, error) {
+	thread := fmt.Sprintf("%s/%s@%d", r.Thread, name, r.step)
+	e := &Engine{Store: r.engine.Store, Sink: r.engine.Sink, Now: r.now}
+	if e.Store == nil {
+		return e.Run(ctx, g, thread, input)
+	}
+	hist, err := e.Store.History(ctx, thread)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && len(hist) == 0):
+		return e.Run(ctx, g, thread, input)
+	case err != nil:
+		return nil, err
+	}
+	if last := hist[len(hist)-1]; last.Status == StatusCompleted {
+		return e.finished(ctx, g, thread)
+	}
+	return e.Resume(ctx, g, thread, ResumeOptions{Value: resume})
+}
+
+// finished returns the result of a completed thread from its checkpoints.
+func (e *Engine) finished(ctx context.Context, g *Graph, thread string) (*Result, error) {
+	cps, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return nil, err
+	}
+	r := e.newRun(g, thread)
+	r.input = m.Input
+	r.id = cps[len(cps)-1].ID
+	return r.complete(ctx, state)
+}

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// endStep ends a run whose step returned err: a pause, a cancellation, a
+// failure, or (for store errors and refused resume values) an error.
+func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (*Result, error) {
+	var intr *Interrupt
+	var re *RunError
+	switch {
+	case errors.As(err, &intr):
+		intr.Node = cur
+		return r.pause(ctx, state, cur, intr)
+	case errors.Is(err, ErrInvalidResume), errors.Is(err, errStore):
+		return nil, err
+	case ctx.Err() != nil:
+		return r.stop(ctx, state, cur, ctx.Err())
+	case errors.As(err, &re):
+		return r.fail(ctx, state, cur, re)
+	}
+	return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s failed: %v", cur, err)})
+}
+
+func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrupt) (*Result, error) {
+	if err := r.checkpoint(ctx, cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, interrupt: intr}); err != nil {
+		return nil, err
+	}
+	r.emit(EventInterrupt, cur, intr)
+	return r.result(StatusInterrupted, state, nil, intr), nil
+}
+
+// stop ends a run whose context ended: the run's own timeout fails it, a
+// cancellation leaves it resumable at the node it had not finished.
+func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*Result, error) {
+	if errors.Is(cause, context.DeadlineExceeded) && r.Graph.Timeout > 0 {
+		return r.fail(ctx, state, cur, &RunError{Code: "timeout", Node: cur, Message: fmt.Sprintf(
+			"pipeline %s ran longer than its timeout of %s (at node %s); raise limits.timeout if the run needs more", r.Graph.Name, r.Graph.Timeout, cur)})
+	}
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusCancelled, state: state}); err != nil {
+		return nil, err
+	}
+	r.emit(EventError, cur, map[string]any{"error": "cancelled"})
+	return r.result(StatusCancelled, state, nil, nil), nil
+}
+
+func (r *Run) fail(ctx context.Context, state State, cur string, re *RunError) (*Result, error) {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusFailed, state: state, err: re}); err != nil {
+		return nil, err
+	}
+	r.emit(EventError, cur, re)
+	res := r.result(StatusFailed, state, re, nil)
+	r.emit(EventDone, "", res)
+	return res, nil
+}
+
+func (r *Run) complete(_ context.Context, state State) (*Result, error) {
+	res := r.result(StatusCompleted, state, nil, nil)
+	if r.Graph.Output != nil {
+		out, err := r.Graph.Output.Eval(map[string]any{"state": state, "input": r.input})
+		if err != nil {
+			res.Status, res.Error = StatusFailed, &RunError{Code: "output", Message: fmt.Sprintf("pipeline %s: output: %v", r.Graph.Name, err)}
+		}
+		res.Output = out
+	}
+	r.emit(EventDone, "", res)
+	return res, nil
+}
+
+func (r *Run) result(status string, state State, re *RunError, intr *Interrupt) *Result {
+	return &Result{Thread: r.Thread, Status: status, State: state, Error: re, Interrupt: intr, Checkpoint: r.id, Path: r.path}
+}

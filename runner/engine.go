@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Thread statuses.
+const (
+	StatusRunning     = "running"
+	StatusInterrupted = "interrupted"
+	StatusCompleted   = "completed"
+	StatusFailed      = "failed"
+	StatusCancelled   = "cancelled"
+)
+
+// Engine runs graphs and checkpoints every step to its store.
+type Engine struct {
+	// Store keeps checkpoints; nil runs without any (nothing to resume).
+	Store store.Store
+	// Sink receives events; nil emits none.
+	Sink Sink
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Result is how a run (or a resumed run) ended.
+type Result struct {
+	Thread     string     `json:"thread"`
+	Status     string     `json:"status"`
+	State      State      `json:"state"`
+	Output     any        `json:"output,omitempty"`
+	Error      *RunError  `json:"error,omitempty"`
+	Interrupt  *Interrupt `json:"interrupt,omitempty"`
+	Checkpoint int64      `json:"checkpoint"`
+	// Path lists the nodes this invocation ran, in order.
+	Path []string `json:"path"`
+}
+
+// RunError says why a run failed: a code (max_steps, timeout, node_error,
+// budget_exceeded) and a message that names the limit or node.
+type RunError struct {
+	Code    string `json:"code"`
+	Node    string `json:"node,omitempty"`
+	Message string `json:"message"`
+}
+
+func (e *RunError) Error() string { return e.Message }
+
+// Run starts a new thread of g with input.
+func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
+	r := e.newRun(g, thread)
+	state, err := initialState(g, input)
+	if err != nil {
+		return nil, err
+	}
+	r.input = input
+	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input})
+	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true}); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx, state, g.Start, nil)
+}
+
+// ResumeOptions say how to resume a thread.
+type ResumeOptions struct {
+	// Value is delivered to the interrupted node.
+	Value any
+	// Force resumes under changed definitions.
+	Force bool
+}
+
+// Resume continues a thread from its newest checkpoint: an interrupted
+// thread's node runs again with the resume value; a cancelled, failed or
+// crashed thread continues with the node it had not finished.
+func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt ResumeOptions) (*Result, error) {
+	if e.Store == nil {
+		return nil, errors.New("resume needs a store")
+	}
+	cps, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	last := cps[len(cps)-1]
+	if err := checkResumable(g, cps, opt.Force); err != nil {
+		return nil, err
+	}
+	state, meta, err := rebuild(g, cps)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: %w", thread, err)
+	}
+	r := e.newRun(g, thread)
+	r.id, r.step, r.input, r.snapSize = last.ID, last.Step, meta.Input, len(cps[0].Snapshot)
+	for _, cp := range cps[1:] {
+		r.sinceSnap += len(cp.Writes)
+	}
+	var resume any = nil
+	if last.Status == StatusInterrupted {
+		resume = resumeValue(opt.Value)
+	}
+	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
+	return r.loop(ctx, state, last.Next, resume)
+}
+
+// resumeValue makes a nil resume value distinguishable from no resume.
+func resumeValue(v any) any {
+	if v == nil {
+		return map[string]any{}
+	}
+	return v
+}
+
+func (e *Engine) newRun(g *Graph, thread string) *Run {
+	now := e.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Run{Thread: thread, Graph: g, engine: e, now: now}
+}
+
+// initialState is the fields' defaults overlaid with the input's fields.
+func initialState(g *Graph, input map[string]any) (State, error) {
+	s := make(State, len(g.Fields))
+	for name, f := range g.Fields {
+		s[name] = cloneJSON(f.Default)
+	}
+	for k, v := range input {
+		if _, ok := g.Fields[k]; !ok {
+			return nil, fmt.Errorf("input field %q is not a state field of pipeline %s", k, g.Name)
+		}
+		s[k] = v
+	}
+	return s, nil
+}

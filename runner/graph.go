@@ -1,0 +1,99 @@
+// Package runner is the interpreter: it runs a compiled Graph one step at a
+// time — run a node, merge its update through the field reducers, fire
+// rules, write a checkpoint, pick the next node — and emits events. It
+// knows nothing of YAML; dsl.Compile builds its graphs.
+//
+// Run and Resume return a *Result whose Status tells how the thread ended
+// (completed, interrupted, failed, cancelled). Errors are returned only for
+// problems outside the run itself: a store that cannot be read or written,
+// or a resume that does not fit the thread.
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// State is a thread's state: field name to JSON-like value (string,
+// float64/int64, bool, []any, map[string]any, nil). Nodes never mutate the
+// state they are given.
+type State map[string]any
+
+// Update is what a node returns: fields to merge into the state.
+type Update map[string]any
+
+// Graph is a compiled pipeline. It is immutable and safe to run for many
+// threads at once.
+type Graph struct {
+	Name     string
+	Fields   map[string]Field
+	Start    string
+	Nodes    map[string]*Step
+	MaxSteps int
+	Timeout  time.Duration
+	// Output computes the run's result from the final state; nil: the state.
+	Output Evaluator
+	// Hash identifies the definitions the graph was compiled from; Defs
+	// holds the hash of each of them ("Tool/search": "9f2c...").
+	Hash string
+	Defs map[string]string
+}
+
+// Field is a declared state field.
+type Field struct {
+	Reducer Reducer
+	Default any
+}
+
+// Step is a node in a graph with its routing and policies.
+type Step struct {
+	Name    string
+	Type    string
+	Node    Node
+	Routes  []Route
+	OnError string
+	Timeout time.Duration
+	Retry   Retry
+}
+
+// Route is one outgoing edge; a nil When always matches.
+type Route struct {
+	When Condition
+	To   string
+}
+
+// End is the route target that finishes a run.
+const End = "END"
+
+// Retry is a step's retry policy. MaxAttempts counts the first attempt.
+type Retry struct {
+	MaxAttempts int
+	Backoff     time.Duration
+	MaxBackoff  time.Duration
+	// On lists what retries: error, timeout (empty: both).
+	On []string
+}
+
+// Node is the behaviour of a node type.
+type Node interface {
+	Run(ctx context.Context, in *Input) (Update, error)
+}
+
+// Input is what a node sees: the state (read-only) and its run.
+type Input struct {
+	State State
+	// Resume is the value a resumed interrupt delivers to the node that
+	// raised it (nil otherwise).
+	Resume any
+	Run    *Run
+}
+
+// Condition is a compiled boolean expression.
+type Condition interface {
+	EvalBool(vars map[string]any) (bool, error)
+}
+
+// Evaluator is a compiled expression of any result.
+type Evaluator interface {
+	Eval(vars map[string]any) (any, error)
+}

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Reducer merges a node's update of a field into its current value.
+type Reducer func(old, update any) (any, error)
+
+// Reducers by the name documents use.
+var Reducers = map[string]Reducer{
+	"replace":  Replace,
+	"append":   Append,
+	"add":      Add,
+	"merge":    Merge,
+	"messages": Messages,
+}
+
+// Replace takes the update.
+func Replace(_, update any) (any, error) { return update, nil }
+
+// Append appends the update — a list's elements, or one value — to the
+// list. The result never shares its array with the old value.
+func Append(old, update any) (any, error) {
+	list, ok := old.([]any)
+	if old != nil && !ok {
+		return nil, fmt.Errorf("append: the field holds %T, not a list", old)
+	}
+	if more, ok := update.([]any); ok {
+		return append(slices.Clip(list), more...), nil
+	}
+	return append(slices.Clip(list), update), nil
+}
+
+// Add adds numbers; integers stay integers.
+func Add(old, update any) (any, error) {
+	a, aInt, okA := number(old)
+	b, bInt, okB := number(update)
+	if !okA || !okB {
+		return nil, fmt.Errorf("add: cannot add %T to %T", update, old)
+	}
+	if aInt && bInt {
+		return int64(a) + int64(b), nil
+	}
+	return a + b, nil
+}
+
+// number reads a JSON-like number; a nil is zero.
+func number(v any) (f float64, isInt bool, ok bool) {
+	switch n := v.(type) {
+	case nil:
+		return 0, true, true
+	case int:
+		return float64(n), true, true
+	case int64:
+		return float64(n), true, true
+	case float64:
+		return n, n == float64(int64(n)), true
+	}
+	return 0, false, false
+}
+
+// Merge merges maps key by key (the update wins).
+func Merge(old, update any) (any, error) {
+	a, okA := old.(map[string]any)
+	b, okB := update.(map[string]any)
+	if (old != nil && !okA) || !okB {
+		return nil, fmt.Errorf("merge: cannot merge %T into %T", update, old)
+	}
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Messages appends chat messages. A message whose "id" matches an existing
+// one replaces it; a tool message must answer a tool call of an earlier
+// assistant message that no other tool message answered yet.
+func Messages(old, update any) (any, error) {
+	msgs, _ := old.([]any)
+	out := slices.Clip(msgs)
+	adds, ok := update.([]any)
+	if !ok {
+		adds = []any{update}
+	}
+	for _, m := range adds {
+		msg, ok := m.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("messages: a message is an object, not %T", m)
+		}
+		if i := indexByID(out, msg["id"]); i >= 0 {
+			out = slices.Clone(out)
+			out[i] = msg
+			continue
+		}
+		if err := checkToolReply(out, msg); err != nil {
+			return nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+func indexByID(msgs []any, id any) int {
+	if id == nil || id == "" {
+		return -1
+	}
+	for i, m := range msgs {
+		if mm, ok := m.(map[string]any); ok && mm["id"] == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkToolReply enforces tool-call pairing for a tool message.
+func checkToolReply(msgs []any, msg map[string]any) error {
+	if msg["role"] != "tool" {
+		return nil
+	}
+	id := msg["tool_call_id"]
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m, _ := msgs[i].(map[string]any)
+		if m["role"] == "tool" && m["tool_call_id"] == id {
+			return fmt.Errorf("messages: tool call %v is answered twice", id)
+		}
+		if m["role"] == "assistant" && callsTool(m, id) {
+			return nil
+		}
+	}
+	return fmt.Errorf("messages: tool message answers unknown tool call %v", id)
+}
+
+func callsTool(assistant map[string]any, id any) bool {
+	calls, _ := assistant["tool_calls"].([]any)
+	for _, c := range calls {
+		if cm, ok := c.(map[string]any); ok && cm["id"] == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Run is one invocation of a thread: what nodes see of it.
+type Run struct {
+	Thread string
+	Graph  *Graph
+	// Step counts the steps of the thread so far.
+	Step int
+
+	engine    *Engine
+	now       func() time.Time
+	input     map[string]any
+	id        int64 // newest checkpoint id
+	step      int
+	sinceSnap int // bytes written since the newest snapshot
+	snapSize  int // bytes of the newest snapshot
+	vars      map[string]any
+	budget    map[string]any
+	in        Input
+	path      []string
+}
+
+// Emit sends an event about node, if the engine has a sink.
+func (r *Run) Emit(typ, node string, data any) { r.emit(typ, node, data) }
+
+func (r *Run) emit(typ, node string, data any) {
+	if r.engine.Sink != nil {
+		r.engine.Sink(Event{Type: typ, Thread: r.Thread, Step: r.step, Node: node, Time: r.now(), Data: data})
+	}
+}
+
+// Key returns an idempotency key for the n-th call a node makes this step.
+func (r *Run) Key(n int) string { return fmt.Sprintf("%s:%d:%d", r.Thread, r.id+1, n) }
+
+// loop runs steps from node cur until the thread ends or pauses.
+func (r *Run) loop(ctx context.Context, state State, cur string, resume any) (*Result, error) {
+	g := r.Graph
+	if g.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
+		defer cancel()
+	}
+	r.budget = map[string]any{"steps": r.step}
+	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state}
+	for cur != End {
+		if err := ctx.Err(); err != nil {
+			return r.stop(ctx, state, cur, err)
+		}
+		if g.MaxSteps > 0 && r.step >= g.MaxSteps {
+			return r.fail(ctx, state, cur, &RunError{Code: "max_steps", Node: cur, Message: fmt.Sprintf(
+				"pipeline %s reached its limit of %d steps before node %s; raise limits.max_steps if the run needs more", g.Name, g.MaxSteps, cur)})
+		}
+		next, err := r.step1(ctx, &state, cur, resume)
+		resume = nil
+		if err != nil {
+			return r.endStep(ctx, state, cur, err)
+		}
+		cur = next
+	}
+	return r.complete(ctx, state)
+}
+
+// step1 runs one node, merges its update, routes and checkpoints.
+func (r *Run) step1(ctx context.Context, state *State, cur string, resume any) (string, error) {
+	s := r.Graph.Nodes[cur]
+	r.Step = r.step
+	var start time.Time
+	if r.engine.Sink != nil {
+		r.emit(EventNodeStart, cur, nil)
+		start = r.now()
+	}
+	r.in = Input{State: *state, Resume: resume, Run: r}
+	upd, err := r.runNode(ctx, s, &r.in)
+	next := ""
+	if err != nil {
+		if s.OnError == "" || !recoverable(ctx, err) {
+			return "", err
+		}
+		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": s.OnError})
+		upd, next = r.errorUpdate(err), s.OnError
+	}
+	merged, err := merge(r.Graph, *state, upd)
+	if err != nil {
+		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
+	}
+	if next == "" {
+		if next, err = r.route(s, merged); err != nil {
+			return "", err
+		}
+	}
+	*state = merged
+	r.step++
+	r.path = append(r.path, cur)
+	status := StatusRunning
+	if next == End {
+		status = StatusCompleted
+	}
+	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, state: merged}); err != nil {
+		return "", err
+	}
+	if r.engine.Sink != nil {
+		r.emit(EventNodeEnd, cur, map[string]any{"update": upd, "next": next, "duration_ms": r.now().Sub(start).Milliseconds()})
+	}
+	return next, nil
+}
+
+// runNode runs a step's node with its timeout and retry policy.
+func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
+	attempts := max(1, s.Retry.MaxAttempts)
+	for a := 1; ; a++ {
+		upd, err := attempt(ctx, s, in)
+		if err == nil || a >= attempts || !s.Retry.retries(err) || ctx.Err() != nil {
+			return upd, err
+		}
+		r.emit(EventError, s.Name, map[string]any{"error": err.Error(), "attempt": a, "retrying": true})
+		if err := sleep(ctx, s.Retry.backoff(a)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// attempt runs a node once, turning a panic or an overrun into an error.
+func attempt(ctx context.Context, s *Step, in *Input) (upd Update, err error) {
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			upd, err = nil, Permanent(fmt.Errorf("node %s panicked: %v", s.Name, p))
+		}
+	}()
+	upd, err = s.Node.Run(ctx, in)
+	if err != nil && s.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = &TimeoutError{Node: s.Name, After: s.Timeout}
+	}
+	return upd, err
+}
+
+// TimeoutError is a node that overran its timeout.
+type TimeoutError struct {
+	Node  string
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("node %s timed out after %s", e.Node, e.After)
+}
+
+// retries reports whether the policy retries err.
+func (p Retry) retries(err error) bool {
+	var intr *Interrupt
+	if isPermanent(err) || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume) {
+		return false
+	}
+	var te *TimeoutError
+	kind := "error"
+	if errors.As(err, &te) {
+		kind = "timeout"
+	}
+	if len(p.On) == 0 {
+		return true
+	}
+	for _, o := range p.On {
+		if o == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff is the wait before attempt a+1: exponential with full jitter.
+func (p Retry) backoff(a int) time.Duration {
+	if p.Backoff <= 0 {
+		return 0
+	}
+	d := p.Backoff << (a - 1)
+	if p.MaxBackoff > 0 && d > p.MaxBackoff {
+		d = p.MaxBackoff
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// route picks the first route whose condition holds.
+func (r *Run) route(s *Step, state State) (string, error) {
+	r.vars["state"] = state
+	r.budget["steps"] = r.step + 1
+	for _, rt := range s.Routes {
+		if rt.When == nil {
+			return rt.To, nil
+		}
+		ok, err := rt.When.EvalBool(r.vars)
+		if err != nil {
+			return "", &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: route condition: %v", s.Name, err)}
+		}
+		if ok {
+			return rt.To, nil
+		}
+	}
+	return "", &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: no route condition holds and there is no default route", s.Name)}
+}
+
+// recoverable reports whether a node error may take the on_error route.
+func recoverable(ctx context.Context, err error) bool {
+	var intr *Interrupt
+	return ctx.Err() == nil && !errors.As(err, &intr) && !errors.Is(err, ErrInvalidResume)
+}
+
+// errorField receives a node's error message when the node takes its
+// on_error route, if the pipeline declares it.
+const errorField = "error"
+
+func (r *Run) errorUpdate(err error) Update {
+	if _, ok := r.Graph.Fields[errorField]; ok {
+		return Update{errorField: err.Error()}
+	}
+	return Update{}
+}

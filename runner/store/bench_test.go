@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func BenchmarkPut(b *testing.B) {
+	for _, bc := range []struct{ name, dsn string }{
+		{"memory", "memory:"},
+		{"sqlite", "sqlite:DIR/s.db"},
+		{"sqlite-full", "sqlite:DIR/s.db?sync=full"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openBench(b, strings.Replace(bc.dsn, "DIR", b.TempDir(), 1))
+			benchPuts(b, s, 1)
+		})
+	}
+}
+
+// BenchmarkPutLargeState documents that a Put costs what the step wrote,
+// not what the state holds: the thread starts with a large snapshot, then
+// each Put carries small writes.
+func BenchmarkPutLargeState(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("snapshot=%dKiB", size>>10), func(b *testing.B) {
+			s := openBench(b, "sqlite:"+filepath.Join(b.TempDir(), "s.db"))
+			snap := json.RawMessage(`"` + strings.Repeat("s", size) + `"`)
+			first := &Checkpoint{Thread: "t", ID: 1, Writes: smallWrites(), Snapshot: snap}
+			if err := s.Put(context.Background(), first); err != nil {
+				b.Fatal(err)
+			}
+			benchPuts(b, s, 2)
+		})
+	}
+}
+
+// benchPuts Puts checkpoints with small writes on thread t from ID next on.
+func benchPuts(b *testing.B, s Store, next int64) {
+	ctx := context.Background()
+	cp := &Checkpoint{Thread: "t", Node: "agent", Next: "tools", Status: "running",
+		Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123",
+		CreatedAt: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		cp.ID, cp.Parent, cp.Step = next, next-1, int(next)
+		if err := s.Put(ctx, cp); err != nil {
+			b.Fatal(err)
+		}
+		next++
+	}
+}
+
+// smallWrites is a ~200-byte Writes, the size of a typical step's update.
+func smallWrites() json.RawMessage {
+	return json.RawMessage(`{"messages":[{"role":"assistant","content":"` +
+		strings.Repeat("x", 150) + `"}],"step":1}`)
+}
+
+// openBench opens dsn, closed when the benchmark ends.
+func openBench(b *testing.B, dsn string) Store {
+	s, err := Open(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}

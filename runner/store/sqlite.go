@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// sqliteVersion is the schema version this build writes, kept in the
+// database's user_version pragma; a migration from version n to n+1 goes
+// in sqliteMigrate when the schema changes.
+const sqliteVersion = 1
+
+// sqliteSchema creates the version 1 schema. checkpoints holds one row per
+// Put with the JSON blobs last, so reading the other columns never walks a
+// large Snapshot; checkpoints_snapshots finds the newest snapshot at or
+// before an id; threads, kept by a trigger in the Put's own statement,
+// answers Threads without scanning checkpoints.
+const sqliteSchema = `
+CREATE TABLE checkpoints (
+	thread      TEXT    NOT NULL,
+	id          INTEGER NOT NULL,
+	parent      INTEGER NOT NULL,
+	step        INTEGER NOT NULL,
+	node        TEXT    NOT NULL,
+	next        TEXT    NOT NULL,
+	status      TEXT    NOT NULL,
+	pipeline    TEXT    NOT NULL,
+	config_hash TEXT    NOT NULL,
+	tenant      TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL, -- Unix nanoseconds
+	interrupt   BLOB,
+	meta        BLOB,
+	writes      BLOB,
+	snapshot    BLOB,
+	PRIMARY KEY (thread, id)
+) WITHOUT ROWID;
+CREATE INDEX checkpoints_snapshots ON checkpoints (thread, id) WHERE snapshot IS NOT NULL;
+CREATE TABLE threads (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	pipeline   TEXT    NOT NULL,
+	status     TEXT    NOT NULL,
+	steps      INTEGER NOT NULL,
+	last_id    INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL -- Unix nanoseconds
+) WITHOUT ROWID;
+CREATE INDEX threads_updated ON threads (updated_at DESC, id);
+CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints BEGIN
+	INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
+	VALUES (NEW.thread, NEW.pipeline, NEW.status, NEW.step, NEW.id, NEW.created_at)
+	ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline,
+		status = excluded.status, steps = excluded.steps,
+		last_id = excluded.last_id, updated_at = excluded.updated_at;
+END;
+PRAGMA user_version = 1;
+`
+
+// sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next:
+// the check, the insert and (by trigger) the threads row are one statement,
+// hence one implicit transaction that takes the write lock up front.
+const sqlitePut = `
+INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
+	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+WHERE ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = ?1), 0)`
+
+// sqliteLastID is the thread's newest checkpoint ID, 0 for none.
+const sqliteLastID = `SELECT coalesce(max(id), 0) FROM checkpoints WHERE thread = ?1`
+
+// sqliteLoad selects the checkpoints from the newest snapshot at or before
+// ?2 (or the first checkpoint) up to ?2, in one statement so one read
+// transaction sees them all.
+const sqliteLoad = `SELECT ` + sqliteColumns + `, writes, snapshot FROM checkpoints
+WHERE thread = ?1 AND id <= ?2 AND id >= coalesce((
+	SELECT id FROM checkpoints INDEXED BY checkpoints_snapshots
+	WHERE thread = ?1 AND id <= ?2 AND snapshot IS NOT NULL
+	ORDER BY id DESC LIMIT 1), 1)
+ORDER BY id`
+
+// sqliteHistory selects a thread's checkpoints without writes and snapshot.
+const sqliteHistory = `SELECT ` + sqliteColumns + ` FROM checkpoints WHERE thread = ?1 ORDER BY id`
+
+// sqliteColumns are the columns scanned by scanCheckpoint, in its order.
+const sqliteColumns = `thread, id, parent, step, node, next, status,
+	pipeline, config_hash, tenant, created_at, interrupt, meta`
+
+// sqliteThreads lists threads, newest first; ?1 < 0 means no limit.
+const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threads
+ORDER BY updated_at DESC, id LIMIT ?1`
+
+// sqliteStore is the SQLite Store. Writes go through w, a pool of one
+// connection, so Puts are serialized in the process without a lock of
+// ours; reads use r, whose connections read concurrently under WAL.
+type sqliteStore struct {
+	w, r                   *sql.DB
+	put, lastID            *sql.Stmt
+	load, history, threads *sql.Stmt
+}
+
+// openSQLite opens (creating if needed) the SQLite store at path.
+func openSQLite(path string, opt sqliteOptions) (*sqliteStore, error) {
+	if strings.HasPrefix(path, "file:") {
+		path = "./" + path // a plain path, not a URI, for the driver
+	}
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opt.busyTimeout.Milliseconds())
+	s := &sqliteStore{}
+	var err error
+	s.w, err = sqlOpen(path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+
+		opt.sync+")&_txlock=immediate", 1)
+	if err != nil {
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+	}
+	if err := s.init(path, busy); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// sqlOpen opens a pool of at most conns connections to the driver DSN.
+func sqlOpen(dsn string, conns int) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// init migrates the schema, opens the read pool and prepares statements.
+func (s *sqliteStore) init(path, busy string) error {
+	if err := sqliteMigrate(s.w); err != nil {
+		return err
+	}
+	var err error
+	s.r, err = sqlOpen(path+"?"+busy+"&_pragma=query_only(1)", max(4, runtime.GOMAXPROCS(0)))
+	if err != nil {
+		return err
+	}
+	prepare := func(db *sql.DB, query string) *sql.Stmt {
+		stmt, perr := db.Prepare(query)
+		err = errors.Join(err, perr)
+		return stmt
+	}
+	s.put, s.lastID = prepare(s.w, sqlitePut), prepare(s.r, sqliteLastID)
+	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
+	s.threads = prepare(s.r, sqliteThreads)
+	return err
+}
+
+// sqliteMigrate brings the schema of db to sqliteVersion in one transaction.
+func sqliteMigrate(db *sql.DB) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	switch {
+	case version == sqliteVersion:
+		return nil
+	case version > sqliteVersion:
+		return fmt.Errorf("schema version %d is newer than this build's %d", version, sqliteVersion)
+	}
+	if _, err := tx.Exec(sqliteSchema); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *sqliteStore) Put(ctx context.Context, cp *Checkpoint) error {
+	if err := checkPut(cp); err != nil {
+		return err
+	}
+	res, err := s.put.ExecContext(ctx, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot))
+	if err != nil {
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	var last int64
+	if err := s.lastID.QueryRowContext(ctx, cp.Thread).Scan(&last); err != nil {
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+	}
+	return conflict(cp.Thread, cp.ID, last)
+}
+
+func (s *sqliteStore) Load(ctx context.Context, thread string, id int64) ([]*Checkpoint, error) {
+	upto := id
+	if id == 0 {
+		upto = math.MaxInt64
+	}
+	out, err := s.query(ctx, s.load, true, thread, upto)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 || id > 0 && out[len(out)-1].ID != id {
+		return nil, notFound(thread, id)
+	}
+	return out, nil
+}
+
+func (s *sqliteStore) History(ctx context.Context, thread string) ([]*Checkpoint, error) {
+	out, err := s.query(ctx, s.history, false, thread)
+	if err == nil && len(out) == 0 {
+		err = notFound(thread, 0)
+	}
+	return out, err
+}
+
+// query runs a checkpoint select; full when it also selects writes and
+// snapshot.
+func (s *sqliteStore) query(ctx context.Context, stmt *sql.Stmt, full bool, args ...any) ([]*Checkpoint, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+	}
+	defer rows.Close()
+	var out []*Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(rows, full)
+		if err != nil {
+			return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+	}
+	return out, nil
+}
+
+// scanCheckpoint scans a row of sqliteColumns, then writes and snapshot
+// when full.
+func scanCheckpoint(rows *sql.Rows, full bool) (*Checkpoint, error) {
+	var cp Checkpoint
+	var created int64
+	var interrupt, meta, writes, snapshot []byte
+	dest := []any{&cp.Thread, &cp.ID, &cp.Parent, &cp.Step, &cp.Node, &cp.Next,
+		&cp.Status, &cp.Pipeline, &cp.ConfigHash, &cp.Tenant, &created, &interrupt, &meta}
+	if full {
+		dest = append(dest, &writes, &snapshot)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	cp.CreatedAt = time.Unix(0, created).UTC()
+	cp.Interrupt, cp.Meta, cp.Writes, cp.Snapshot = interrupt, meta, writes, snapshot
+	return &cp, nil
+}
+
+func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]Thread, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.threads.QueryContext(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: threads: %w", err)
+	}
+	defer rows.Close()
+	var out []Thread
+	for rows.Next() {
+		var t Thread
+		var updated int64
+		if err := rows.Scan(&t.ID, &t.Pipeline, &t.Status, &t.Steps, &updated); err != nil {
+			return nil, fmt.Errorf("store: threads: %w", err)
+		}
+		t.UpdatedAt = time.Unix(0, updated).UTC()
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: threads: %w", err)
+	}
+	return out, nil
+}
+
+// Close closes the statements and both pools.
+func (s *sqliteStore) Close() error {
+	var err error
+	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads} {
+		if stmt != nil {
+			err = errors.Join(err, stmt.Close())
+		}
+	}
+	for _, db := range []*sql.DB{s.r, s.w} {
+		if db != nil {
+			err = errors.Join(err, db.Close())
+		}
+	}
+	return err
+}
+
+// blob is b for the driver: NULL when empty.
+func blob(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,433 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// backend opens a fresh store of one kind for a test.
+type backend struct {
+	name string
+	open func(t *testing.T) Store
+}
+
+// backends are the Store implementations the conformance suite runs on.
+func backends() []backend {
+	return []backend{
+		{"memory", func(t *testing.T) Store { return openTest(t, "memory:") }},
+		{"sqlite", func(t *testing.T) Store {
+			return openTest(t, "sqlite:"+filepath.Join(t.TempDir(), "a", "b", "runner.db"))
+		}},
+	}
+}
+
+// openTest opens dsn, closed when the test ends.
+func openTest(t *testing.T, dsn string) Store {
+	t.Helper()
+	s, err := Open(dsn)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s Store)
+	}{
+		{"load rebuilds from the newest snapshot", testLoad},
+		{"load without any snapshot starts at the first", testLoadNoSnapshot},
+		{"unknown thread or id is not found", testNotFound},
+		{"put rejects ids that are not next", testPutRejects},
+		{"put rejects invalid checkpoints", testPutInvalid},
+		{"fields round-trip", testRoundTrip},
+		{"put copies what it stores", testPutCopies},
+		{"put stamps a zero created_at", testStamp},
+		{"history omits writes and snapshot", testHistory},
+		{"threads are newest first, limited", testThreads},
+		{"concurrent puts to different threads", testConcurrentThreads},
+		{"concurrent puts of one id: one wins", testConcurrentConflict},
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.open(t)) })
+			}
+		})
+	}
+}
+
+// checkpoint returns checkpoint id of thread with small writes and, when
+// snap, a snapshot.
+func checkpoint(thread string, id int64, snap bool) *Checkpoint {
+	cp := &Checkpoint{Thread: thread, ID: id, Parent: id - 1, Step: int(id),
+		Node: "node", Next: "next", Status: "running", Pipeline: "pipe",
+		ConfigHash: "hash", CreatedAt: time.Unix(1700000000, id).UTC(),
+		Writes: json.RawMessage(fmt.Sprintf(`{"n":%d}`, id))}
+	if snap {
+		cp.Snapshot = json.RawMessage(fmt.Sprintf(`{"total":%d}`, id))
+	}
+	return cp
+}
+
+// putAll puts checkpoints 1..n of thread, with snapshots at the ids in snaps.
+func putAll(t *testing.T, s Store, thread string, n int64, snaps ...int64) {
+	t.Helper()
+	for id := int64(1); id <= n; id++ {
+		if err := s.Put(context.Background(), checkpoint(thread, id, slices.Contains(snaps, id))); err != nil {
+			t.Fatalf("Put(%s/%d): %v", thread, id, err)
+		}
+	}
+}
+
+// ids returns the IDs of cps.
+func ids(cps []*Checkpoint) []int64 {
+	out := make([]int64, len(cps))
+	for i, cp := range cps {
+		out[i] = cp.ID
+	}
+	return out
+}
+
+func testLoad(t *testing.T, s Store) {
+	putAll(t, s, "t", 6, 2, 4)
+	for _, tc := range []struct {
+		id   int64
+		want []int64
+	}{
+		{0, []int64{4, 5, 6}},
+		{6, []int64{4, 5, 6}},
+		{5, []int64{4, 5}},
+		{4, []int64{4}},
+		{3, []int64{2, 3}},
+		{2, []int64{2}},
+		{1, []int64{1}},
+	} {
+		got, err := s.Load(context.Background(), "t", tc.id)
+		if err != nil {
+			t.Fatalf("Load(t, %d): %v", tc.id, err)
+		}
+		if !slices.Equal(ids(got), tc.want) {
+			t.Errorf("Load(t, %d) ids = %v, want %v", tc.id, ids(got), tc.want)
+		}
+		for _, cp := range got {
+			if diff := diffCheckpoint(cp, checkpoint("t", cp.ID, cp.ID == 2 || cp.ID == 4)); diff != "" {
+				t.Errorf("Load(t, %d) checkpoint %d: %s", tc.id, cp.ID, diff)
+			}
+		}
+	}
+}
+
+func testLoadNoSnapshot(t *testing.T, s Store) {
+	putAll(t, s, "t", 3)
+	got, err := s.Load(context.Background(), "t", 0)
+	if err != nil {
+		t.Fatalf("Load(t, 0): %v", err)
+	}
+	if want := []int64{1, 2, 3}; !slices.Equal(ids(got), want) {
+		t.Errorf("Load(t, 0) ids = %v, want %v", ids(got), want)
+	}
+}
+
+func testNotFound(t *testing.T, s Store) {
+	putAll(t, s, "t", 2)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"load unknown thread", func() error { _, err := s.Load(ctx, "nope", 0); return err }, `"nope"`},
+		{"load unknown thread at id", func() error { _, err := s.Load(ctx, "nope", 1); return err }, `"nope" checkpoint 1`},
+		{"load id past the last", func() error { _, err := s.Load(ctx, "t", 3); return err }, `"t" checkpoint 3`},
+		{"load negative id", func() error { _, err := s.Load(ctx, "t", -1); return err }, `"t"`},
+		{"history unknown thread", func() error { _, err := s.History(ctx, "nope"); return err }, `"nope"`},
+	} {
+		err := tc.call()
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", tc.name, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %q, want it to mention %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+func testPutRejects(t *testing.T, s Store) {
+	putAll(t, s, "t", 3)
+	for _, tc := range []struct {
+		name string
+		cp   *Checkpoint
+	}{
+		{"duplicate of the last", checkpoint("t", 3, false)},
+		{"duplicate of an older", checkpoint("t", 1, false)},
+		{"gap", checkpoint("t", 5, false)},
+		{"new thread not at 1", checkpoint("u", 2, false)},
+	} {
+		err := s.Put(context.Background(), tc.cp)
+		if !errors.Is(err, ErrConflict) {
+			t.Errorf("%s: Put(%s/%d) err = %v, want ErrConflict", tc.name, tc.cp.Thread, tc.cp.ID, err)
+		}
+	}
+	hist, err := s.History(context.Background(), "t")
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if want := []int64{1, 2, 3}; !slices.Equal(ids(hist), want) {
+		t.Errorf("History ids after rejects = %v, want %v", ids(hist), want)
+	}
+	if _, err := s.History(context.Background(), "u"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("History(u) err = %v, want ErrNotFound: a rejected first Put must not create the thread", err)
+	}
+}
+
+func testPutInvalid(t *testing.T, s Store) {
+	bad := func(edit func(cp *Checkpoint)) *Checkpoint {
+		cp := checkpoint("t", 1, false)
+		edit(cp)
+		return cp
+	}
+	for _, tc := range []struct {
+		name string
+		cp   *Checkpoint
+		want string
+	}{
+		{"nil", nil, "nil checkpoint"},
+		{"empty thread", bad(func(cp *Checkpoint) { cp.Thread = "" }), "empty thread"},
+		{"zero id", bad(func(cp *Checkpoint) { cp.ID, cp.Parent = 0, -1 }), "want >= 1"},
+		{"wrong parent", bad(func(cp *Checkpoint) { cp.Parent = 7 }), "parent 7, want 0"},
+	} {
+		err := s.Put(context.Background(), tc.cp)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Put err = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func testRoundTrip(t *testing.T, s Store) {
+	want := checkpoint("t", 1, true)
+	want.Writes = json.RawMessage(`{"messages":[{"role":"user","content":"héllo \"x\" \u00e9"}],"n":1.5e3,"ok":true,"nil":null}`)
+	want.Interrupt = json.RawMessage(`{"kind":"approval","payload":[1,2,3]}`)
+	want.Meta = json.RawMessage(`{"tokens":12345,"error":""}`)
+	want.Tenant, want.Status, want.Next = "acme", "interrupted", ""
+	want.CreatedAt = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.FixedZone("X", 3600))
+	if err := s.Put(context.Background(), want); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	got, err := s.Load(context.Background(), "t", 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Load = %d checkpoints, %v; want 1", len(got), err)
+	}
+	if diff := diffCheckpoint(got[0], want); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func testPutCopies(t *testing.T, s Store) {
+	cp := checkpoint("t", 1, true)
+	if err := s.Put(context.Background(), cp); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	copy(cp.Writes, `{"n":9}`)
+	copy(cp.Snapshot, `{"total":9}`)
+	cp.Status = "mutated"
+	got, err := s.Load(context.Background(), "t", 0)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if diff := diffCheckpoint(got[0], checkpoint("t", 1, true)); diff != "" {
+		t.Errorf("after mutating the Put argument: %s", diff)
+	}
+	copy(got[0].Writes, `{"n":8}`)
+	again, _ := s.Load(context.Background(), "t", 0)
+	if diff := diffCheckpoint(again[0], checkpoint("t", 1, true)); diff != "" {
+		t.Errorf("after mutating a Load result: %s", diff)
+	}
+}
+
+func testStamp(t *testing.T, s Store) {
+	cp := checkpoint("t", 1, false)
+	cp.CreatedAt = time.Time{}
+	before := time.Now()
+	if err := s.Put(context.Background(), cp); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	if cp.CreatedAt.Before(before) || cp.CreatedAt.After(time.Now()) {
+		t.Errorf("CreatedAt = %v, want the time of the Put", cp.CreatedAt)
+	}
+	got, _ := s.Load(context.Background(), "t", 0)
+	if !got[0].CreatedAt.Equal(cp.CreatedAt) {
+		t.Errorf("stored CreatedAt = %v, want %v", got[0].CreatedAt, cp.CreatedAt)
+	}
+}
+
+func testHistory(t *testing.T, s Store) {
+	putAll(t, s, "t", 4, 2)
+	hist, err := s.History(context.Background(), "t")
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if want := []int64{1, 2, 3, 4}; !slices.Equal(ids(hist), want) {
+		t.Fatalf("History ids = %v, want %v", ids(hist), want)
+	}
+	for _, cp := range hist {
+		want := checkpoint("t", cp.ID, false)
+		want.Writes = nil
+		if diff := diffCheckpoint(cp, want); diff != "" {
+			t.Errorf("History checkpoint %d: %s", cp.ID, diff)
+		}
+	}
+}
+
+func testThreads(t *testing.T, s Store) {
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(thread string, id int64, at time.Duration, status string) {
+		cp := checkpoint(thread, id, false)
+		cp.CreatedAt, cp.Status, cp.Pipeline = base.Add(at), status, "p-"+thread
+		if err := s.Put(context.Background(), cp); err != nil {
+			t.Fatalf("Put(%s/%d): %v", thread, id, err)
+		}
+	}
+	put("a", 1, 1*time.Second, "running")
+	put("b", 1, 2*time.Second, "running")
+	put("c", 1, 3*time.Second, "running")
+	put("a", 2, 4*time.Second, "completed")
+	put("d", 1, 3*time.Second, "failed") // ties with c: by ID
+	all := []Thread{
+		{ID: "a", Pipeline: "p-a", Status: "completed", Steps: 2, UpdatedAt: base.Add(4 * time.Second)},
+		{ID: "c", Pipeline: "p-c", Status: "running", Steps: 1, UpdatedAt: base.Add(3 * time.Second)},
+		{ID: "d", Pipeline: "p-d", Status: "failed", Steps: 1, UpdatedAt: base.Add(3 * time.Second)},
+		{ID: "b", Pipeline: "p-b", Status: "running", Steps: 1, UpdatedAt: base.Add(2 * time.Second)},
+	}
+	for _, tc := range []struct {
+		limit int
+		want  []Thread
+	}{{0, all}, {-1, all}, {10, all}, {2, all[:2]}, {1, all[:1]}} {
+		got, err := s.Threads(context.Background(), tc.limit)
+		if err != nil {
+			t.Fatalf("Threads(%d): %v", tc.limit, err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Threads(%d) =\n%+v\nwant\n%+v", tc.limit, got, tc.want)
+		}
+	}
+}
+
+func testConcurrentThreads(t *testing.T, s Store) {
+	const writers, puts = 8, 40
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			thread := fmt.Sprintf("w%d", w)
+			for id := int64(1); id <= puts; id++ {
+				if err := s.Put(context.Background(), checkpoint(thread, id, id%10 == 0)); err != nil {
+					t.Errorf("Put(%s/%d): %v", thread, id, err)
+					return
+				}
+				if _, err := s.Load(context.Background(), thread, 0); err != nil {
+					t.Errorf("Load(%s): %v", thread, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w := range writers {
+		hist, err := s.History(context.Background(), fmt.Sprintf("w%d", w))
+		if err != nil || len(hist) != puts || hist[puts-1].ID != puts {
+			t.Errorf("History(w%d) = %d checkpoints, %v; want %d", w, len(hist), err, puts)
+		}
+	}
+	if ths, err := s.Threads(context.Background(), 0); err != nil || len(ths) != writers {
+		t.Errorf("Threads = %d, %v; want %d", len(ths), err, writers)
+	}
+}
+
+func testConcurrentConflict(t *testing.T, s Store) {
+	const writers = 8
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			cp := checkpoint("t", 1, false)
+			cp.Node = fmt.Sprintf("writer%d", w)
+			errs[w] = s.Put(context.Background(), cp)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for w, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, ErrConflict):
+			t.Errorf("writer %d: err = %v, want nil or ErrConflict", w, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d writers won the Put of id 1, want exactly 1", won)
+	}
+}
+
+// diffCheckpoint describes how got differs from want, "" if it does not:
+// JSON fields compare decoded, CreatedAt as an instant.
+func diffCheckpoint(got, want *Checkpoint) string {
+	var diffs []string
+	raw := func(name string, g, w json.RawMessage) {
+		if d := diffJSON(g, w); d != "" {
+			diffs = append(diffs, name+": "+d)
+		}
+	}
+	raw("Writes", got.Writes, want.Writes)
+	raw("Snapshot", got.Snapshot, want.Snapshot)
+	raw("Interrupt", got.Interrupt, want.Interrupt)
+	raw("Meta", got.Meta, want.Meta)
+	if !got.CreatedAt.Equal(want.CreatedAt) {
+		diffs = append(diffs, fmt.Sprintf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt))
+	}
+	g, w := *got, *want
+	g.Writes, g.Snapshot, g.Interrupt, g.Meta, g.CreatedAt = nil, nil, nil, nil, time.Time{}
+	w.Writes, w.Snapshot, w.Interrupt, w.Meta, w.CreatedAt = nil, nil, nil, nil, time.Time{}
+	if !reflect.DeepEqual(g, w) {
+		diffs = append(diffs, fmt.Sprintf("fields = %+v, want %+v", g, w))
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// diffJSON describes how JSON got differs from want, decoded; empty and
+// absent are the same.
+func diffJSON(got, want json.RawMessage) string {
+	if len(got) == 0 || len(want) == 0 {
+		if len(got) != len(want) {
+			return fmt.Sprintf("got %q, want %q", got, want)
+		}
+		return ""
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		return fmt.Sprintf("got %q: %v", got, err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		return fmt.Sprintf("want %q: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		return fmt.Sprintf("got %s, want %s", got, want)
+	}
+	return ""
+}

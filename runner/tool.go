@@ -1,0 +1,36 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Tool is a callable tool, compiled from a Tool document.
+type Tool interface {
+	Call(ctx context.Context, call *ToolCall) (any, error)
+}
+
+// ToolSpec is a tool with what the runtime needs to know about it.
+type ToolSpec struct {
+	Name       string
+	Capability string
+	Mutating   bool
+	Timeout    time.Duration
+	Tool       Tool
+}
+
+// ToolCall is one invocation: validated arguments, the caller's state, and
+// an idempotency key (thread:checkpoint:call) a side-effecting tool can
+// pass on, so a call replayed after a crash can be recognised.
+type ToolCall struct {
+	Name  string
+	Args  map[string]any
+	State State
+	Key   string
+}
+
+// ToolFunc adapts a Go function to Tool.
+type ToolFunc func(ctx context.Context, call *ToolCall) (any, error)
+
+// Call calls f.
+func (f ToolFunc) Call(ctx context.Context, call *ToolCall) (any, error) { return f(ctx, call) }
