@@ -10,9 +10,9 @@ func All() []dsl.NodeType {
 	return []dsl.NodeType{SetNode, ToolNode, PlannerNode, InterruptNode, NoopNode, SubgraphNode, ParallelNode, MapNode}
 }
 
-// Registry returns a registry of All.
+// Registry returns a registry of All and BuiltinTools.
 func Registry() *dsl.Registry {
-	r, err := dsl.NewRegistry(All()...)
+	r, err := dsl.NewRegistry(All(), BuiltinTools())
 	if err != nil {
 		panic(err) // a programming error in this package, caught by its tests
 	}

@@ -80,7 +80,7 @@ func yamlKeys(typ reflect.Type) []string {
 
 // TestRegistry checks names are unique and every type is documented.
 func TestRegistry(t *testing.T) {
-	if _, err := dsl.NewRegistry(builtins.All()...); err != nil {
+	if _, err := dsl.NewRegistry(builtins.All(), builtins.BuiltinTools()); err != nil {
 		t.Fatal(err)
 	}
 	for _, nt := range builtins.All() {

@@ -3,6 +3,8 @@ package dsl
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
@@ -58,6 +60,10 @@ func (k *check) tool(d *Document) {
 	}
 	if h := d.Get("http"); h != nil {
 		t.HTTP = k.httpTool(d, h, lang, args)
+	}
+	if b := d.Get("builtin"); b != nil && !slices.Contains(k.reg.builtins, t.Builtin) {
+		k.diags.Errorf(d.Pos(b), "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
+			"the builtins are: "+strings.Join(k.reg.builtins, ", "))
 	}
 	k.proj.Tools[t.Name] = t
 }

@@ -25,16 +25,19 @@ type NodeType struct {
 	Build func(cfg any, b *Build) (runner.Node, error)
 }
 
-// Registry holds the node types a compiler knows, by name.
+// Registry holds what the checker and compiler know of the built-ins: the
+// node types by name, and the names of the Go functions `builtin:` tools
+// may use.
 type Registry struct {
-	types map[string]NodeType
-	names []string
+	types    map[string]NodeType
+	names    []string
+	builtins []string
 }
 
-// NewRegistry returns a registry of the given node types. It fails on a
-// duplicate name or a schema that is not JSON.
-func NewRegistry(types ...NodeType) (*Registry, error) {
-	r := &Registry{types: map[string]NodeType{}}
+// NewRegistry returns a registry of the given node types and builtin tool
+// names. It fails on a duplicate name or a schema that is not JSON.
+func NewRegistry(types []NodeType, builtinTools []string) (*Registry, error) {
+	r := &Registry{types: map[string]NodeType{}, builtins: builtinTools}
 	for _, t := range types {
 		if _, dup := r.types[t.Name]; dup {
 			return nil, fmt.Errorf("node type %q registered twice", t.Name)

@@ -45,6 +45,14 @@ func TestExecCompletes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "completion") || strings.Count(out, "\n") != 16 {
 		t.Errorf("history: exit %d\n%s", code, out)
 	}
+	code, out, _ = runCLI(t, "threads", "show", "t1", "--checkpoint", "3", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if code != 0 || !strings.Contains(out, `"id": 3`) || !strings.Contains(out, `"node": "tool_executor"`) {
+		t.Errorf("show --checkpoint 3: exit %d\n%s", code, out)
+	}
+	code, _, errOut = runCLI(t, "threads", "show", "nope", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("show of an unknown thread: exit %d %s", code, errOut)
+	}
 	code, out, _ = runCLI(t, "threads", "list", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
 	if code != 0 || !strings.Contains(out, "t1") || !strings.Contains(out, "completed") {
 		t.Errorf("list: exit %d\n%s", code, out)

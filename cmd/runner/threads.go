@@ -13,9 +13,12 @@ import (
 func newThreads() *cobra.Command {
 	cmd := &cobra.Command{Use: "threads", Short: "Inspect the threads in the checkpoint store"}
 	cmd.PersistentFlags().String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	show := &cobra.Command{Use: "show THREAD", Short: "Print a thread's newest checkpoint, or --checkpoint ID, as JSON",
+		Args: cobra.ExactArgs(1), RunE: threadsShow}
+	show.Flags().Int64("checkpoint", 0, "the checkpoint id (default: the newest)")
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
-		&cobra.Command{Use: "show THREAD", Short: "Print a thread's newest checkpoint as JSON", Args: cobra.ExactArgs(1), RunE: threadsShow},
+		show,
 		&cobra.Command{Use: "history THREAD", Short: "List a thread's checkpoints", Args: cobra.ExactArgs(1), RunE: threadsHistory},
 	)
 	return cmd
@@ -54,7 +57,8 @@ func threadsShow(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer st.Close()
-	cps, err := st.Load(cmd.Context(), args[0], 0)
+	id, _ := cmd.Flags().GetInt64("checkpoint")
+	cps, err := st.Load(cmd.Context(), args[0], id)
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}

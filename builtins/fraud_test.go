@@ -1,0 +1,104 @@
+package builtins_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// dyingStore is a store whose process "dies" at the n-th Put: that Put and
+// every later one fail, as if the process had been killed between running
+// a step and checkpointing it.
+type dyingStore struct {
+	store.Store
+	n, puts int
+}
+
+func (d *dyingStore) Put(ctx context.Context, cp *store.Checkpoint) error {
+	d.puts++
+	if d.puts >= d.n {
+		return errors.New("process killed")
+	}
+	return d.Store.Put(ctx, cp)
+}
+
+func shippedGraph(t *testing.T, name string) *runner.Graph {
+	t.Helper()
+	c, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
+	proj, more := c.Check(docs)
+	if diags = append(diags, more...); diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// comparable drops what legitimately differs between two runs: clock
+// readings.
+func comparable(t *testing.T, s runner.State) string {
+	t.Helper()
+	b, _ := json.Marshal(s)
+	var v map[string]any
+	_ = json.Unmarshal(b, &v)
+	for _, field := range []string{"tool_executions", "planner_decisions"} {
+		list, _ := v[field].([]any)
+		for _, r := range list {
+			delete(r.(map[string]any), "timestamp")
+			delete(r.(map[string]any), "execution_time_ms")
+		}
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// TestFraudResumeAfterCrash crashes the 004 investigation at every step
+// boundary in turn, resumes it from what was durable, and checks it ends in
+// the state of an uninterrupted run with every tool executed once.
+func TestFraudResumeAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	g := shippedGraph(t, "fraud_investigation")
+	input := map[string]any{"transaction_id": "txn_1005"}
+	want, err := (&runner.Engine{}).Run(ctx, g, "ref", input)
+	if err != nil || want.Status != runner.StatusCompleted {
+		t.Fatalf("reference: %v %+v", err, want)
+	}
+	for n := 2; n <= 15; n++ {
+		t.Run(fmt.Sprintf("crash-at-checkpoint-%d", n), func(t *testing.T) {
+			mem, _ := store.Open("memory:")
+			defer mem.Close()
+			if _, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}}).Run(ctx, g, "t", input); err == nil {
+				t.Fatal("the run survived its store")
+			}
+			got, err := (&runner.Engine{Store: mem}).Resume(ctx, g, "t", runner.ResumeOptions{})
+			if err != nil || got.Status != runner.StatusCompleted {
+				t.Fatalf("resume: %v %+v", err, got)
+			}
+			if a, b := comparable(t, got.State), comparable(t, want.State); a != b {
+				t.Errorf("state after crash and resume\n%s\nwant\n%s", a, b)
+			}
+			seen := map[any]int{}
+			for _, e := range got.State["tool_executions"].([]any) {
+				seen[e.(map[string]any)["tool_name"]]++
+			}
+			for tool, k := range seen {
+				if k != 1 {
+					t.Errorf("%s recorded %d times", tool, k)
+				}
+			}
+		})
+	}
+}
