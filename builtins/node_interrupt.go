@@ -3,11 +3,9 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // InterruptConfig is the with: block of an interrupt node.
@@ -57,7 +55,7 @@ func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 // interruptNode pauses on its first run and, resumed, writes the value.
 type interruptNode struct {
 	cfg    *InterruptConfig
-	schema *jsonschema.Schema
+	schema *schema
 }
 
 // Run raises the interrupt, or validates and stores the resume value.
@@ -66,7 +64,7 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 		return nil, n.interrupt(in)
 	}
 	if n.schema != nil {
-		if err := validateJSON(n.schema, in.Resume); err != nil {
+		if err := n.schema.check(in.Resume); err != nil {
 			return nil, runner.InvalidResume(err)
 		}
 	}
@@ -91,37 +89,4 @@ func (n *interruptNode) interrupt(in *runner.Input) error {
 		intr.Payload[k] = v
 	}
 	return intr
-}
-
-// compileSchema compiles a JSON Schema given as a decoded value.
-func compileSchema(schema map[string]any) (*jsonschema.Schema, error) {
-	doc, err := toSchemaJSON(schema)
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("file:///schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("file:///schema.json")
-}
-
-// validateJSON validates a JSON-like value, with a short message.
-func validateJSON(s *jsonschema.Schema, v any) error {
-	doc, err := toSchemaJSON(v)
-	if err != nil {
-		return err
-	}
-	err = s.Validate(doc)
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err
-	}
-	var parts []string
-	for _, e := range ve.BasicOutput().Errors {
-		if e.Error != nil && e.Error.String() != "" {
-			parts = append(parts, "at /"+strings.TrimPrefix(e.InstanceLocation, "/")+": "+e.Error.String())
-		}
-	}
-	return fmt.Errorf("%s", strings.Join(parts, "; "))
 }

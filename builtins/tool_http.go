@@ -336,5 +336,5 @@ func decodeBody(contentType string, data []byte) (any, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
-	return decodeJSON(data)
+	return runner.DecodeJSON(data)
 }

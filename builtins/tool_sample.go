@@ -60,7 +60,7 @@ func sampleTransactionContext(ctx context.Context, call *runner.ToolCall) (any, 
 	if t == nil {
 		return nil, runner.Permanent(fmt.Errorf("transaction %q is not in the sample (known: %s)", id, strings.Join(s.ids(), ", ")))
 	}
-	return map[string]any{"context": normalizeNumbers(map[string]any{
+	return map[string]any{"context": runner.NormalizeJSON(map[string]any{
 		"transaction":         t.Transaction,
 		"customer":            s.customer(t.CustomerID),
 		"recent_transactions": t.Recent,

@@ -8,6 +8,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // agent checks an Agent's references and budget.
@@ -182,7 +184,7 @@ func (k *check) test(d *Document) {
 	}
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Mocks: map[string]Mock{}}
-	t.Input, _ = plainValue(toJSON(orEmpty(d.Get("input")))).(map[string]any)
+	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)
 	_ = decode(d.Get("mocks"), &t.Mocks)
 	_ = decode(d.Get("resume"), &t.Resume)
 	ex := d.Get("expect")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // budgetType is what expressions see as `budget`: the run's usage so far.
@@ -55,7 +57,7 @@ func (pc *pipelineCheck) state() {
 		}
 		pc.reducer(f, mapGet(v, "reducer"))
 		if def := mapGet(v, "default"); def != nil {
-			f.Default = plainValue(toJSON(def))
+			f.Default = runner.NormalizeJSON(toJSON(def))
 			if !conforms(f.Default, f.Type) {
 				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
 			}

@@ -338,25 +338,3 @@ func scalarJSON(n *yaml.Node) any {
 	}
 	return n.Value
 }
-
-// plainValue turns the json.Numbers of a toJSON value into int64 or
-// float64, the number types of run-time state.
-func plainValue(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = plainValue(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = plainValue(x[k])
-		}
-	}
-	return v
-}

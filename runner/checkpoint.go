@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,11 +110,11 @@ func merge(g *Graph, state State, upd Update) (State, error) {
 // rebuild replays checkpoints — a snapshot, then writes — into a state.
 func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 	var state State
-	if err := decodeJSON(cps[0].Snapshot, &state); err != nil {
+	if err := decodeInto(cps[0].Snapshot, &state); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	var m meta
-	if err := decodeJSON(cps[0].Meta, &m); err != nil {
+	if err := decodeInto(cps[0].Meta, &m); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	for _, cp := range cps[1:] {
@@ -123,7 +122,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 			continue
 		}
 		var upd Update
-		if err := decodeJSON(cp.Writes, &upd); err != nil {
+		if err := decodeInto(cp.Writes, &upd); err != nil {
 			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 		}
 		var err error
@@ -134,48 +133,27 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 	return state, &m, nil
 }
 
-// decodeJSON decodes numbers as int64 when they are integers, else float64.
-func decodeJSON(data []byte, v any) error {
+// decodeInto decodes a checkpoint's JSON field into a state, an update or
+// its meta; an empty field leaves v unchanged.
+func decodeInto(data []byte, v any) error {
 	if len(data) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
+	if m, ok := v.(*meta); ok {
+		return json.Unmarshal(data, m)
+	}
+	raw, err := DecodeJSON(data)
+	if err != nil {
 		return err
 	}
-	raw = normalize(raw)
+	obj, _ := raw.(map[string]any)
 	switch p := v.(type) {
 	case *State:
-		*p, _ = raw.(map[string]any)
+		*p = obj
 	case *Update:
-		*p, _ = raw.(map[string]any)
-	default:
-		return json.Unmarshal(data, v)
+		*p = obj
 	}
 	return nil
-}
-
-// normalize turns json.Numbers into int64 or float64, deeply.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case []any:
-		for i := range x {
-			x[i] = normalize(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = normalize(x[k])
-		}
-	}
-	return v
 }
 
 // cloneJSON deep-copies a JSON-like value (defaults must not be shared
@@ -212,7 +190,7 @@ func checkResumable(g *Graph, cps []*store.Checkpoint, force bool) error {
 		return nil
 	}
 	var m meta
-	_ = decodeJSON(cps[0].Meta, &m)
+	_ = decodeInto(cps[0].Meta, &m)
 	return fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
 		last.Thread, changedDefs(m.Defs, g.Defs))
 }

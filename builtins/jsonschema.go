@@ -1,0 +1,92 @@
+package builtins
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// maxSchemaErrors is how many problems a validation message lists.
+const maxSchemaErrors = 3
+
+// schema is a compiled JSON Schema (tool parameters, resume values) whose
+// failures read "/where: what; ...".
+type schema struct {
+	s       *jsonschema.Schema
+	printer *message.Printer
+}
+
+// compileSchema compiles a JSON Schema given as a decoded value; a nil one
+// accepts anything.
+func compileSchema(doc map[string]any) (*schema, error) {
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	v, err := toSchemaJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("file:///schema.json", v); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile("file:///schema.json")
+	if err != nil {
+		return nil, err
+	}
+	return &schema{s: s, printer: message.NewPrinter(language.English)}, nil
+}
+
+// check validates a JSON-like value.
+func (s *schema) check(v any) error {
+	doc, err := toSchemaJSON(v)
+	if err != nil {
+		return err
+	}
+	err = s.s.Validate(doc)
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	leaves := leafErrors(ve)
+	slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
+		return slices.Compare(a.InstanceLocation, b.InstanceLocation)
+	})
+	var msgs []string
+	for _, e := range leaves[:min(len(leaves), maxSchemaErrors)] {
+		msgs = append(msgs, "/"+strings.Join(e.InstanceLocation, "/")+": "+e.ErrorKind.LocalizedString(s.printer))
+	}
+	if n := len(leaves) - maxSchemaErrors; n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more", n))
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// leafErrors flattens a validation error tree to the errors without causes.
+func leafErrors(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leafErrors(c)...)
+	}
+	return out
+}
+
+// toSchemaJSON round-trips v through JSON so that it holds what the schema
+// library expects: json.Numbers, []any and map[string]any.
+func toSchemaJSON(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+}
