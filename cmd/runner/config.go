@@ -77,12 +77,26 @@ func existing(paths []string) []string {
 }
 
 // loadProject loads and checks the definitions at paths.
-func loadProject(paths []string) (*dsl.Project, []*dsl.Document, dsl.Diagnostics, error) {
+func loadProject(paths []string) (*dsl.Checker, *dsl.Project, []*dsl.Document, dsl.Diagnostics, error) {
 	checker, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	docs, diags := dsl.Load(paths...)
 	proj, more := checker.Check(docs)
-	return proj, docs, append(diags, more...).Sorted(), nil
+	return checker, proj, docs, append(diags, more...).Sorted(), nil
+}
+
+// checkedProject is loadProject for commands that need valid definitions:
+// it reports the diagnostics on stderr and fails when any is an error.
+func checkedProject(cmd *cobra.Command, paths []string) (*dsl.Checker, *dsl.Project, error) {
+	checker, proj, docs, diags, err := loadProject(paths)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	if diags.HasErrors(false) {
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
+		return nil, nil, usageErr(errors.New("definitions are invalid; run runner validate"))
+	}
+	return checker, proj, nil
 }

@@ -33,13 +33,9 @@ func runGraph(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	proj, docs, diags, err := loadProject(cfg.Paths)
+	_, proj, err := checkedProject(cmd, cfg.Paths)
 	if err != nil {
-		return usageErr(err)
-	}
-	if diags.HasErrors(false) {
-		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
-		return &exitError{code: 1, err: fmt.Errorf("definitions are invalid; fix them first")}
+		return err
 	}
 	p := proj.Pipelines[args[0]]
 	if a, ok := proj.Agents[args[0]]; ok && p == nil {

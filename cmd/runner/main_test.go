@@ -116,7 +116,7 @@ func TestConfigPaths(t *testing.T) {
 
 func TestValidateNothing(t *testing.T) {
 	t.Chdir(t.TempDir())
-	if code, _, errOut := runCLI(t, "validate"); code != 2 || !strings.Contains(errOut, "nothing to validate") {
+	if code, _, errOut := runCLI(t, "validate"); code != 2 || !strings.Contains(errOut, "no definitions") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

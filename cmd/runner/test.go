@@ -35,13 +35,9 @@ Exit status: 0 all passed, 1 a test failed, 2 usage or definition error.`,
 }
 
 func runTests(cmd *cobra.Command, args []string) error {
-	paths := args
-	if len(paths) == 0 {
-		cfg, err := loadConfig(cmd)
-		if err != nil {
-			return usageErr(err)
-		}
-		paths = cfg.Paths
+	paths, err := pathsOf(cmd, args)
+	if err != nil {
+		return err
 	}
 	checker, proj, err := checkedProject(cmd, paths)
 	if err != nil {
@@ -76,21 +72,6 @@ func runTests(cmd *cobra.Command, args []string) error {
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-// checkedProject loads and checks the definitions, reporting errors.
-func checkedProject(cmd *cobra.Command, paths []string) (*dsl.Checker, *dsl.Project, error) {
-	checker, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		return nil, nil, usageErr(err)
-	}
-	docs, diags := dsl.Load(paths...)
-	proj, more := checker.Check(docs)
-	if diags = append(diags, more...).Sorted(); diags.HasErrors(false) {
-		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(docs))
-		return nil, nil, usageErr(errors.New("definitions are invalid; run runner validate"))
-	}
-	return checker, proj, nil
 }
 
 // runTest runs one test and returns what did not meet expectations.

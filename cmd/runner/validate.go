@@ -31,23 +31,11 @@ func runValidate(cmd *cobra.Command, args []string) error {
 	if format != dsl.FormatText && format != dsl.FormatJSON && format != dsl.FormatGitHub {
 		return usageErr(fmt.Errorf("unknown --format %q: use text, json or github", format))
 	}
-	paths := args
-	if len(paths) == 0 {
-		cfg, err := loadConfig(cmd)
-		if err != nil {
-			return usageErr(err)
-		}
-		paths = cfg.Paths
+	paths, err := pathsOf(cmd, args)
+	if err != nil {
+		return err
 	}
-	if len(paths) == 0 {
-		return usageErr(errors.New("nothing to validate: no pipelines/, agents/ or rules/ here; name files or directories, or set paths in runner.yaml"))
-	}
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
-			return usageErr(err)
-		}
-	}
-	_, docs, diags, err := loadProject(paths)
+	_, _, docs, diags, err := loadProject(paths)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -61,6 +49,28 @@ func runValidate(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "ok: %d documents valid\n", len(docs))
 	}
 	return nil
+}
+
+// pathsOf returns the definition paths a command works on: its arguments,
+// else the project's paths. It fails when there are none or one is missing.
+func pathsOf(cmd *cobra.Command, args []string) ([]string, error) {
+	paths := args
+	if len(paths) == 0 {
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		paths = cfg.Paths
+	}
+	if len(paths) == 0 {
+		return nil, usageErr(errors.New("no definitions: no pipelines/, agents/ or rules/ here; name files or directories, or set paths in runner.yaml"))
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	return paths, nil
 }
 
 // sources returns a lookup of file contents for carets, reading files that
