@@ -28,6 +28,9 @@ type Engine struct {
 	Now func() time.Time
 }
 
+// ErrInput is returned by Run for an input that does not fit the pipeline.
+var ErrInput = errors.New("invalid input")
+
 // Result is how a run (or a resumed run) ended.
 type Result struct {
 	Thread     string     `json:"thread"`
@@ -130,7 +133,7 @@ func initialState(g *Graph, input map[string]any) (State, error) {
 	}
 	for k, v := range input {
 		if _, ok := g.Fields[k]; !ok {
-			return nil, fmt.Errorf("input field %q is not a state field of pipeline %s", k, g.Name)
+			return nil, fmt.Errorf("%w: input field %q is not a state field of pipeline %s", ErrInput, k, g.Name)
 		}
 		s[k] = v
 	}

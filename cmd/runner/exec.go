@@ -72,7 +72,13 @@ func runExec(cmd *cobra.Command, args []string) error {
 	defer stop()
 	e := &runner.Engine{Store: st, Sink: progress(cmd)}
 	res, err := execute(ctx, cmd, e, target)
-	if err != nil {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, runner.ErrInput):
+		return usageErr(err)
+	case err != nil:
 		return &exitError{code: exitFailed, err: err}
 	}
 	return report(cmd, res)

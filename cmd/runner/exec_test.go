@@ -97,7 +97,7 @@ func TestExecUsageErrors(t *testing.T) {
 		name string
 		args []string
 		want string
-	}{
+	}{ // each exits 2
 		{"unknown target", []string{"exec", "--store", "memory:", "nope"}, `no agent or pipeline named "nope"`},
 		{"bad input", []string{"exec", "--store", "memory:", "ops_actions", "--input", "{"}, "--input is not valid JSON"},
 		{"input not object", []string{"exec", "--store", "memory:", "ops_actions", "--input", "[1]"}, "must be a JSON object"},
@@ -107,8 +107,8 @@ func TestExecUsageErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, c.args...)
-			if code == 0 || code == 3 || !strings.Contains(errOut, c.want) {
-				t.Errorf("exit %d, stderr %q, want %q", code, errOut, c.want)
+			if code != 2 || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q, want 2 and %q", code, errOut, c.want)
 			}
 		})
 	}
