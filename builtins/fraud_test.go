@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -31,20 +30,9 @@ func (d *dyingStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 
 func shippedGraph(t *testing.T, name string) *runner.Graph {
 	t.Helper()
-	c, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
 	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
-	proj, more := c.Check(docs)
-	if diags = append(diags, more...); diags.HasErrors(false) {
-		t.Fatal(diags)
-	}
-	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	c, proj := checked(t, docs, diags)
+	return compileChecked(t, c, proj, name, nil)
 }
 
 // comparable drops what legitimately differs between two runs: clock

@@ -14,24 +14,37 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// compile checks YAML documents and compiles the pipeline called name,
-// with mocked tools.
-func compile(t *testing.T, src, name string, mocks map[string]runner.Tool) *runner.Graph {
+// checked runs loaded documents through the real checker; they must be
+// valid.
+func checked(t *testing.T, docs []*dsl.Document, diags dsl.Diagnostics) (*dsl.Checker, *dsl.Project) {
 	t.Helper()
 	c, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, diags := dsl.Parse("test.yaml", []byte(src))
 	proj, more := c.Check(docs)
 	if diags = append(diags, more...); diags.HasErrors(false) {
 		t.Fatalf("invalid definitions:\n%s", diags.Error())
 	}
+	return c, proj
+}
+
+// compileChecked compiles the pipeline called name, with mocked tools.
+func compileChecked(t *testing.T, c *dsl.Checker, proj *dsl.Project, name string, mocks map[string]runner.Tool) *runner.Graph {
+	t.Helper()
 	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Mocks: mocks})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// compile checks YAML source and compiles its pipeline called name.
+func compile(t *testing.T, src, name string, mocks map[string]runner.Tool) *runner.Graph {
+	t.Helper()
+	docs, diags := dsl.Parse("test.yaml", []byte(src))
+	c, proj := checked(t, docs, diags)
+	return compileChecked(t, c, proj, name, mocks)
 }
 
 func engine(t *testing.T) *runner.Engine {

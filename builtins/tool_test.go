@@ -17,15 +17,8 @@ import (
 // checkTools checks src through the real checker and returns its tools.
 func checkTools(t *testing.T, src string) map[string]*dsl.ToolDef {
 	t.Helper()
-	c, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
 	docs, diags := dsl.Parse("t.yaml", []byte(src))
-	proj, more := c.Check(docs)
-	if diags = append(diags, more...); diags.HasErrors(false) {
-		t.Fatalf("checking tools:\n%s", diags.Error())
-	}
+	_, proj := checked(t, docs, diags)
 	return proj.Tools
 }
 
