@@ -60,7 +60,7 @@ type interruptNode struct {
 
 // Run raises the interrupt, or validates and stores the resume value.
 func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update, error) {
-	if in.Resume == nil {
+	if !in.Resumed {
 		return nil, n.interrupt(in)
 	}
 	if n.schema != nil {

@@ -296,3 +296,20 @@ func TestToolNode(t *testing.T) {
 		}
 	})
 }
+
+// TestFatalToolTimeoutRetriesAsTimeout checks a fatal tool's timeout is a
+// timeout to the node's retry policy, like a node's own.
+func TestFatalToolTimeoutRetriesAsTimeout(t *testing.T) {
+	calls := 0
+	slow := map[string]runner.Tool{"slow": runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
+		calls++
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})}
+	src := strings.Replace(toolSrc, "timeout: 20ms}", "timeout: 5ms, fatal: true}\n    retry: {max_attempts: 2, on: [timeout]}", 1)
+	g := compile(t, src, "calls", slow)
+	res, err := engine(t).Run(context.Background(), g, "t", map[string]any{"which": "slow"})
+	if err != nil || res.Status != runner.StatusFailed || calls != 2 || !strings.Contains(res.Error.Message, "tool slow timed out after 5ms") {
+		t.Fatalf("after %d calls: %v %+v", calls, err, res.Error)
+	}
+}

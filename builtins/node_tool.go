@@ -173,25 +173,16 @@ func callTool(ctx context.Context, run *runner.Run, spec *runner.ToolSpec, args 
 	run.Emit(runner.EventToolCall, "", map[string]any{"tool": spec.Name, "args": args})
 	out, err := spec.Tool.Call(ctx, &runner.ToolCall{Name: spec.Name, Args: args, State: state, Key: run.Key(n)})
 	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = &toolTimeout{tool: spec.Name, after: timeout}
+		err = &runner.TimeoutError{What: "tool " + spec.Name, After: timeout}
 	}
 	run.Emit(runner.EventToolResult, "", map[string]any{"tool": spec.Name, "output": out, "error": errString(err)})
 	return out, err
 }
 
-type toolTimeout struct {
-	tool  string
-	after time.Duration
-}
-
-func (t *toolTimeout) Error() string {
-	return fmt.Sprintf("tool %s timed out after %s", t.tool, t.after)
-}
-
 // execution is the ToolExecution record of a call.
 func execution(name string, args map[string]any, out any, err error, start, end time.Time) map[string]any {
 	status := ToolSuccess
-	var tt *toolTimeout
+	var tt *runner.TimeoutError
 	switch {
 	case errors.As(err, &tt):
 		status = ToolTimedOut

@@ -12,7 +12,7 @@ import (
 // Vars returns the variables a node's expressions see: state, input and
 // budget.
 func (in *Input) Vars() map[string]any {
-	return map[string]any{"state": in.State, "input": in.Run.input, "budget": map[string]any{"steps": in.Run.step}}
+	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget}
 }
 
 // Now returns the run's clock reading.

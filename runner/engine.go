@@ -101,20 +101,12 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}
-	var resume any = nil
+	var resume *delivery
 	if last.Status == StatusInterrupted {
-		resume = resumeValue(opt.Value)
+		resume = &delivery{opt.Value}
 	}
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
 	return r.loop(ctx, state, last.Next, resume)
-}
-
-// resumeValue makes a nil resume value distinguishable from no resume.
-func resumeValue(v any) any {
-	if v == nil {
-		return map[string]any{}
-	}
-	return v
 }
 
 func (e *Engine) newRun(g *Graph, thread string) *Run {

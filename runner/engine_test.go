@@ -182,7 +182,7 @@ func TestRunTimeout(t *testing.T) {
 
 // approval pauses until resumed with {"ok": true}.
 var approval = fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
-	if in.Resume == nil {
+	if !in.Resumed {
 		return nil, &runner.Interrupt{Kind: "approval", Payload: map[string]any{"q": "ok?"}}
 	}
 	v, _ := in.Resume.(map[string]any)
@@ -295,5 +295,20 @@ func TestSnapshotsBoundReplay(t *testing.T) {
 	}
 	if len(cps) >= len(hist)/2 || len(cps[0].Snapshot) == 0 || cps[0].ID == 1 {
 		t.Errorf("load returned %d of %d checkpoints from id %d; want a short suffix starting at a later snapshot", len(cps), len(hist), cps[0].ID)
+	}
+}
+
+// TestBudgetStepsInNodes checks the budget nodes see counts the steps
+// before theirs, also after an on_error route.
+func TestBudgetStepsInNodes(t *testing.T) {
+	g := oneNode(fn(func(context.Context, *runner.Input) (runner.Update, error) {
+		return nil, errors.New("fails")
+	}), func(s *runner.Step) { s.OnError = "recover" })
+	g.Nodes["recover"].Node = fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
+		return runner.Update{"out": in.Vars()["budget"].(map[string]any)["steps"]}, nil
+	})
+	res, err := (&runner.Engine{}).Run(context.Background(), g, "t", nil)
+	if err != nil || res.State["out"] != 1 {
+		t.Fatalf("recover saw steps = %v (%v), want 1", res.State["out"], err)
 	}
 }

@@ -82,10 +82,11 @@ type Node interface {
 // Input is what a node sees: the state (read-only) and its run.
 type Input struct {
 	State State
-	// Resume is the value a resumed interrupt delivers to the node that
-	// raised it (nil otherwise).
-	Resume any
-	Run    *Run
+	// Resumed is set when the node runs again after raising an interrupt;
+	// Resume is the value the resume delivered (nil when it gave none).
+	Resumed bool
+	Resume  any
+	Run     *Run
 }
 
 // Condition is a compiled boolean expression.

@@ -12,8 +12,6 @@ import (
 type Run struct {
 	Thread string
 	Graph  *Graph
-	// Step counts the steps of the thread so far.
-	Step int
 
 	engine    *Engine
 	now       func() time.Time
@@ -40,8 +38,12 @@ func (r *Run) emit(typ, node string, data any) {
 // Key returns an idempotency key for the n-th call a node makes this step.
 func (r *Run) Key(n int) string { return fmt.Sprintf("%s:%d:%d", r.Thread, r.id+1, n) }
 
-// loop runs steps from node cur until the thread ends or pauses.
-func (r *Run) loop(ctx context.Context, state State, cur string, resume any) (*Result, error) {
+// delivery is a resume value for the node that raised an interrupt.
+type delivery struct{ value any }
+
+// loop runs steps from node cur until the thread ends or pauses; resume,
+// when set, goes to the first node.
+func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
 	g := r.Graph
 	if g.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -69,15 +71,17 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume any) (*R
 }
 
 // step1 runs one node, merges its update, routes and checkpoints.
-func (r *Run) step1(ctx context.Context, state *State, cur string, resume any) (string, error) {
+func (r *Run) step1(ctx context.Context, state *State, cur string, resume *delivery) (string, error) {
 	s := r.Graph.Nodes[cur]
-	r.Step = r.step
 	var start time.Time
 	if r.engine.Sink != nil {
 		r.emit(EventNodeStart, cur, nil)
 		start = r.now()
 	}
-	r.in = Input{State: *state, Resume: resume, Run: r}
+	r.in = Input{State: *state, Run: r}
+	if resume != nil {
+		r.in.Resumed, r.in.Resume = true, resume.value
+	}
 	upd, err := r.runNode(ctx, s, &r.in)
 	next := ""
 	if err != nil {
@@ -91,6 +95,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume any) (
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
+	r.budget["steps"] = r.step + 1 // this step counts from here on
 	if next == "" {
 		if next, err = r.route(s, merged); err != nil {
 			return "", err
@@ -141,19 +146,20 @@ func attempt(ctx context.Context, s *Step, in *Input) (upd Update, err error) {
 	}()
 	upd, err = s.Node.Run(ctx, in)
 	if err != nil && s.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		err = &TimeoutError{Node: s.Name, After: s.Timeout}
+		err = &TimeoutError{What: "node " + s.Name, After: s.Timeout}
 	}
 	return upd, err
 }
 
-// TimeoutError is a node that overran its timeout.
+// TimeoutError is a node or a tool call that overran its timeout; retry
+// policies treat it as a timeout, not an error.
 type TimeoutError struct {
-	Node  string
+	What  string // "node planner", "tool search"
 	After time.Duration
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("node %s timed out after %s", e.Node, e.After)
+	return fmt.Sprintf("%s timed out after %s", e.What, e.After)
 }
 
 // retries reports whether the policy retries err.
@@ -207,7 +213,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 // route picks the first route whose condition holds.
 func (r *Run) route(s *Step, state State) (string, error) {
 	r.vars["state"] = state
-	r.budget["steps"] = r.step + 1
 	for _, rt := range s.Routes {
 		if rt.When == nil {
 			return rt.To, nil

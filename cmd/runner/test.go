@@ -107,7 +107,11 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 	var out []string
 	ex := t.Expect
 	if want := ex.Status; want != "" && res.Status != want && !(want == "awaiting_hitl" && res.Status == runner.StatusInterrupted) {
-		out = append(out, fmt.Sprintf("status %s, want %s%s", res.Status, want, errSuffix(res.Error)))
+		var why error
+		if res.Error != nil {
+			why = res.Error
+		}
+		out = append(out, fmt.Sprintf("status %s, want %s%s", res.Status, want, errSuffix(why)))
 	}
 	if ex.Path != nil && !slices.Equal(path, ex.Path) {
 		out = append(out, fmt.Sprintf("path\n  got:  %s\n  want: %s", strings.Join(path, " → "), strings.Join(ex.Path, " → ")))
@@ -126,12 +130,8 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 }
 
 // errSuffix renders an optional error as " (message)".
-func errSuffix[E interface {
-	comparable
-	error
-}](err E) string {
-	var zero E
-	if err == zero {
+func errSuffix(err error) string {
+	if err == nil {
 		return ""
 	}
 	return " (" + err.Error() + ")"
