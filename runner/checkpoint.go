@@ -31,6 +31,10 @@ type meta struct {
 	Input map[string]any    `json:"input,omitempty"`
 	Defs  map[string]string `json:"defs,omitempty"`
 	Error *RunError         `json:"error,omitempty"`
+	// Usage is the run's usage when it changed this step; Budget the
+	// budget once a human extended it.
+	Usage  *RunUsage `json:"usage,omitempty"`
+	Budget *Budget   `json:"budget,omitempty"`
 }
 
 // checkpoint writes the next checkpoint of the thread, durably. It holds
@@ -48,6 +52,10 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, CreatedAt: r.now()}
 	m := meta{Error: c.err}
+	metered := r.ownsMeter && (snap || r.meter.dirty)
+	if metered {
+		m.Usage, m.Budget = r.meter.record()
+	}
 	var err error
 	if snap {
 		m.Input, m.Defs = r.input, r.Graph.Defs
@@ -58,7 +66,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
-	if err == nil && (snap || c.err != nil) {
+	if err == nil && (snap || c.err != nil || metered) {
 		cp.Meta, err = json.Marshal(m)
 	}
 	if err != nil {
@@ -114,8 +122,12 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	var m meta
-	if err := decodeInto(cps[0].Meta, &m); err != nil {
-		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
+	for _, cp := range cps {
+		var cm meta
+		if err := decodeInto(cp.Meta, &cm); err != nil {
+			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
+		}
+		m.latest(&cm)
 	}
 	for _, cp := range cps[1:] {
 		if len(cp.Writes) == 0 {
@@ -212,4 +224,18 @@ func changedDefs(old, cur map[string]string) string {
 		return "unknown"
 	}
 	return strings.Join(out, ", ")
+}
+
+// latest folds a newer checkpoint's meta into m: the first snapshot's
+// input and definitions, the newest usage and budget.
+func (m *meta) latest(n *meta) {
+	if m.Input == nil && m.Defs == nil {
+		m.Input, m.Defs = n.Input, n.Defs
+	}
+	if n.Usage != nil {
+		m.Usage = n.Usage
+	}
+	if n.Budget != nil {
+		m.Budget = n.Budget
+	}
 }

@@ -11,6 +11,7 @@ import (
 func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (*Result, error) {
 	var intr *Interrupt
 	var re *RunError
+	var be *BudgetError
 	switch {
 	case errors.As(err, &intr):
 		intr.Node = cur
@@ -19,6 +20,8 @@ func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (
 		return nil, err
 	case ctx.Err() != nil:
 		return r.stop(ctx, state, cur, ctx.Err())
+	case errors.As(err, &be):
+		return r.exceeded(ctx, state, cur, be)
 	case errors.As(err, &re):
 		return r.fail(ctx, state, cur, re)
 	}
@@ -26,7 +29,7 @@ func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (
 }
 
 func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrupt) (*Result, error) {
-	if err := r.checkpoint(ctx, cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, interrupt: intr}); err != nil {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, interrupt: intr}); err != nil {
 		return nil, err
 	}
 	r.emit(EventInterrupt, cur, intr)
@@ -36,6 +39,9 @@ func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrup
 // stop ends a run whose context ended: the run's own timeout fails it, a
 // cancellation leaves it resumable at the node it had not finished.
 func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*Result, error) {
+	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
+		return r.exceeded(ctx, state, cur, be)
+	}
 	if errors.Is(cause, context.DeadlineExceeded) && r.Graph.Timeout > 0 {
 		return r.fail(ctx, state, cur, &RunError{Code: "timeout", Node: cur, Message: fmt.Sprintf(
 			"pipeline %s ran longer than its timeout of %s (at node %s); raise limits.timeout if the run needs more", r.Graph.Name, r.Graph.Timeout, cur)})
@@ -71,5 +77,5 @@ func (r *Run) complete(_ context.Context, state State) (*Result, error) {
 }
 
 func (r *Run) result(status string, state State, re *RunError, intr *Interrupt) *Result {
-	return &Result{Thread: r.Thread, Status: status, State: state, Error: re, Interrupt: intr, Checkpoint: r.id, Path: r.path}
+	return &Result{Thread: r.Thread, Status: status, State: state, Error: re, Interrupt: intr, Checkpoint: r.id, Path: r.path, Usage: r.Usage()}
 }

@@ -26,6 +26,8 @@ type Engine struct {
 	Sink Sink
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	meter *meter // set for a child thread: its parent's
 }
 
 // ErrInput is returned by Run for an input that does not fit the pipeline.
@@ -42,6 +44,8 @@ type Result struct {
 	Checkpoint int64      `json:"checkpoint"`
 	// Path lists the nodes this invocation ran, in order.
 	Path []string `json:"path"`
+	// Usage is what the thread has spent, over all its invocations.
+	Usage RunUsage `json:"usage"`
 }
 
 // RunError says why a run failed: a code (max_steps, timeout, node_error,
@@ -101,8 +105,17 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}
+	if r.ownsMeter {
+		r.meter.restore(meta)
+	}
 	var resume *delivery
-	if last.Status == StatusInterrupted {
+	switch {
+	case last.Status != StatusInterrupted:
+	case isBudgetInterrupt(last):
+		if res, err := r.resumeBudget(ctx, state, last, opt.Value); res != nil || err != nil {
+			return res, err
+		}
+	default:
 		resume = &delivery{opt.Value}
 	}
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
@@ -114,7 +127,11 @@ func (e *Engine) newRun(g *Graph, thread string) *Run {
 	if now == nil {
 		now = time.Now
 	}
-	return &Run{Thread: thread, Graph: g, engine: e, now: now}
+	r := &Run{Thread: thread, Graph: g, engine: e, now: now, meter: e.meter}
+	if r.meter == nil {
+		r.meter, r.ownsMeter = &meter{budget: g.Budget}, true
+	}
+	return r
 }
 
 // initialState is the fields' defaults overlaid with the input's fields.

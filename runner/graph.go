@@ -25,12 +25,15 @@ type Update map[string]any
 // Graph is a compiled pipeline. It is immutable and safe to run for many
 // threads at once.
 type Graph struct {
-	Name     string
-	Fields   map[string]Field
-	Start    string
-	Nodes    map[string]*Step
+	Name   string
+	Fields map[string]Field
+	Start  string
+	Nodes  map[string]*Step
+	// MaxSteps and Timeout are the pipeline's hard limits; Budget is what
+	// a run may spend, with its own on_exceed policy.
 	MaxSteps int
 	Timeout  time.Duration
+	Budget   Budget
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
 	// Hash identifies the definitions the graph was compiled from; Defs

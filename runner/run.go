@@ -21,7 +21,10 @@ type Run struct {
 	sinceSnap int // bytes written since the newest snapshot
 	snapSize  int // bytes of the newest snapshot
 	vars      map[string]any
-	budget    map[string]any
+	budget    map[string]any // the expressions' view of meter
+	meter     *meter
+	ownsMeter bool // false in a child thread: its parent checkpoints the usage
+	routed    bool // max_steps already took its on_exceed route
 	in        Input
 	path      []string
 }
@@ -45,12 +48,9 @@ type delivery struct{ value any }
 // when set, goes to the first node.
 func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
 	g := r.Graph
-	if g.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
-		defer cancel()
-	}
-	r.budget = map[string]any{"steps": r.step}
+	ctx, cancel := r.deadlines(ctx)
+	defer cancel()
+	r.budget = map[string]any{}
 	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state}
 	for cur != End {
 		if err := ctx.Err(); err != nil {
@@ -60,6 +60,16 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 			return r.fail(ctx, state, cur, &RunError{Code: "max_steps", Node: cur, Message: fmt.Sprintf(
 				"pipeline %s reached its limit of %d steps before node %s; raise limits.max_steps if the run needs more", g.Name, g.MaxSteps, cur)})
 		}
+		if be := r.stepBudget(); be != nil {
+			p := r.meter.budget.OnExceed
+			if !isPolicyNode(p) || r.routed {
+				return r.exceeded(ctx, state, cur, be)
+			}
+			r.routed = true
+			r.emit(EventError, cur, map[string]any{"error": be.Error(), "route": p})
+			cur = p
+		}
+		r.syncBudget(r.step)
 		next, err := r.step1(ctx, &state, cur, resume)
 		resume = nil
 		if err != nil {
@@ -85,17 +95,17 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	upd, err := r.runNode(ctx, s, &r.in)
 	next := ""
 	if err != nil {
-		if s.OnError == "" || !recoverable(ctx, err) {
+		if next = r.errorRoute(ctx, s, err); next == "" {
 			return "", err
 		}
-		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": s.OnError})
-		upd, next = r.errorUpdate(err), s.OnError
+		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": next})
+		upd = r.errorUpdate(err)
 	}
 	merged, err := merge(r.Graph, *state, upd)
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
-	r.budget["steps"] = r.step + 1 // this step counts from here on
+	r.syncBudget(r.step + 1) // this step counts from here on
 	if next == "" {
 		if next, err = r.route(s, merged); err != nil {
 			return "", err
@@ -228,10 +238,21 @@ func (r *Run) route(s *Step, state State) (string, error) {
 	return "", &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: no route condition holds and there is no default route", s.Name)}
 }
 
-// recoverable reports whether a node error may take the on_error route.
-func recoverable(ctx context.Context, err error) bool {
+// errorRoute is the node a failed step routes to: the budget's on_exceed
+// node for a budget error, else the step's on_error; "" ends the run.
+func (r *Run) errorRoute(ctx context.Context, s *Step, err error) string {
+	var be *BudgetError
 	var intr *Interrupt
-	return ctx.Err() == nil && !errors.As(err, &intr) && !errors.Is(err, ErrInvalidResume)
+	switch {
+	case errors.As(err, &be):
+		if p := r.meter.budget.OnExceed; isPolicyNode(p) {
+			return p
+		}
+		return ""
+	case ctx.Err() != nil || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume):
+		return ""
+	}
+	return s.OnError
 }
 
 // errorField receives a node's error message when the node takes its
@@ -243,4 +264,24 @@ func (r *Run) errorUpdate(err error) Update {
 		return Update{errorField: err.Error()}
 	}
 	return Update{}
+}
+
+// deadlines bounds ctx by the pipeline's timeout and the budget's.
+func (r *Run) deadlines(ctx context.Context) (context.Context, context.CancelFunc) {
+	var cancels []context.CancelFunc
+	if t := r.Graph.Timeout; t > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeout(ctx, t)
+		cancels = append(cancels, c)
+	}
+	if t := r.meter.budget.Timeout; t > 0 && r.ownsMeter {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeoutCause(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
+		cancels = append(cancels, c)
+	}
+	return ctx, func() {
+		for _, c := range cancels {
+			c()
+		}
+	}
 }

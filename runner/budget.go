@@ -1,0 +1,290 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Budget bounds what a run may spend; zero fields are unlimited. Unlike a
+// pipeline's hard limits, exceeding a budget follows OnExceed.
+type Budget struct {
+	MaxTokens     int64         `json:"max_tokens,omitempty"`
+	MaxCostUSD    float64       `json:"max_cost_usd,omitempty"`
+	MaxIterations int           `json:"max_iterations,omitempty"`
+	MaxSteps      int           `json:"max_steps,omitempty"`
+	MaxLLMCalls   int           `json:"max_llm_calls,omitempty"`
+	MaxToolCalls  int           `json:"max_tool_calls,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
+	// OnExceed is fail (the default), interrupt (ask a human to extend
+	// the budget) or the name of a node to route to.
+	OnExceed string `json:"on_exceed,omitempty"`
+}
+
+// On-exceed policies besides a node name.
+const (
+	OnExceedFail      = "fail"
+	OnExceedInterrupt = "interrupt"
+)
+
+// RunUsage is what a run has spent so far. It is checkpointed, so budgets
+// hold across resumes and crashes.
+type RunUsage struct {
+	Usage
+	CostUSD    float64 `json:"cost_usd,omitempty"`
+	LLMCalls   int     `json:"llm_calls,omitempty"`
+	ToolCalls  int     `json:"tool_calls,omitempty"`
+	Iterations int     `json:"iterations,omitempty"`
+}
+
+// Tokens is every token counted against max_tokens.
+func (u RunUsage) Tokens() int64 { return u.InputTokens + u.OutputTokens + u.CachedInputTokens }
+
+// BudgetError is a budget a run would exceed: which one, its limit and the
+// amount used. Nodes return it as they get it from the Run; the step loop
+// applies the budget's on_exceed policy.
+type BudgetError struct {
+	Budget string // max_tokens, max_cost_usd, max_iterations, ...
+	Limit  float64
+	Used   float64
+}
+
+func (e *BudgetError) Error() string {
+	switch e.Budget {
+	case "max_cost_usd":
+		return fmt.Sprintf("budget max_cost_usd exceeded: used $%.4f of $%.4f", e.Used, e.Limit)
+	case "timeout":
+		return fmt.Sprintf("budget timeout exceeded: ran %s of %s", time.Duration(e.Used), time.Duration(e.Limit))
+	}
+	return fmt.Sprintf("budget %s exceeded: used %v of %v", e.Budget, e.Used, e.Limit)
+}
+
+// meter counts a run's usage against its budget. A run and its child
+// threads (subgraphs, parallel branches) share one meter.
+type meter struct {
+	mu     sync.Mutex
+	budget Budget
+	usage  RunUsage
+	// dirty: changed since the last checkpoint; extended: a human raised
+	// the budget, which is then checkpointed too.
+	dirty, extended bool
+}
+
+// limit is one budget compared with its usage.
+type limit struct {
+	name        string
+	limit, used float64
+}
+
+// over returns the first budget the usage has reached, checking what a
+// call of the given kind ("llm", "tool", "iteration") is bounded by.
+func (m *meter) over(kind string) *BudgetError {
+	b, u := m.budget, m.usage
+	checks := []limit{{"max_tokens", float64(b.MaxTokens), float64(u.Tokens())}, {"max_cost_usd", b.MaxCostUSD, u.CostUSD}}
+	switch kind {
+	case "llm":
+		checks = append(checks, limit{"max_llm_calls", float64(b.MaxLLMCalls), float64(u.LLMCalls)})
+	case "tool":
+		checks = append(checks, limit{"max_tool_calls", float64(b.MaxToolCalls), float64(u.ToolCalls)})
+	case "iteration":
+		checks = []limit{{"max_iterations", float64(b.MaxIterations), float64(u.Iterations)}}
+	}
+	for _, c := range checks {
+		if c.limit > 0 && c.used >= c.limit {
+			return &BudgetError{Budget: c.name, Limit: c.limit, Used: c.used}
+		}
+	}
+	return nil
+}
+
+// charge checks the budget for one call of kind and, if it allows it,
+// counts the call; it returns the call's number (from 0).
+func (m *meter) charge(kind string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.over(kind); e != nil {
+		return 0, Permanent(e)
+	}
+	m.dirty = true
+	switch kind {
+	case "llm":
+		m.usage.LLMCalls++
+		return m.usage.LLMCalls - 1, nil
+	case "tool":
+		m.usage.ToolCalls++
+		return m.usage.ToolCalls - 1, nil
+	}
+	m.usage.Iterations++
+	return m.usage.Iterations - 1, nil
+}
+
+// BeginLLM checks the budget before an LLM call and counts the call; it
+// returns the run's LLM call number (from 0) or a *BudgetError.
+func (r *Run) BeginLLM() (int, error) { return r.meter.charge("llm") }
+
+// BeginTool checks the budget before a tool call and counts the call.
+func (r *Run) BeginTool() error {
+	_, err := r.meter.charge("tool")
+	return err
+}
+
+// Iterate checks max_iterations before another round of a tool loop and
+// counts the round.
+func (r *Run) Iterate() error {
+	_, err := r.meter.charge("iteration")
+	return err
+}
+
+// Spend adds an LLM call's reported tokens and their cost.
+func (r *Run) Spend(u Usage, costUSD float64) {
+	m := r.meter
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.usage.InputTokens += u.InputTokens
+	m.usage.OutputTokens += u.OutputTokens
+	m.usage.CachedInputTokens += u.CachedInputTokens
+	m.usage.CostUSD += costUSD
+	m.dirty = true
+}
+
+// Usage returns what the run has spent so far.
+func (r *Run) Usage() RunUsage {
+	r.meter.mu.Lock()
+	defer r.meter.mu.Unlock()
+	return r.meter.usage
+}
+
+// exceeded ends a run that exceeded a budget under the fail or interrupt
+// policy; the route policy never gets here (see errorRoute).
+func (r *Run) exceeded(ctx context.Context, state State, cur string, be *BudgetError) (*Result, error) {
+	if r.meter.budget.OnExceed == OnExceedInterrupt {
+		return r.pause(ctx, state, cur, &Interrupt{Node: cur, Kind: KindBudget,
+			Message: be.Error() + `; resume with higher limits, e.g. {"` + be.Budget + `": N}, or {"approved": false} to stop`,
+			Payload: map[string]any{"budget": be.Budget, "limit": be.Limit, "used": be.Used}})
+	}
+	return r.fail(ctx, state, cur, budgetFailure(r.Graph.Name, cur, be))
+}
+
+func budgetFailure(pipeline, cur string, be *BudgetError) *RunError {
+	return &RunError{Code: "budget_exceeded", Node: cur, Message: fmt.Sprintf(
+		"%s (pipeline %s, at node %s); raise budget.%s if the run needs more", be, pipeline, cur, be.Budget)}
+}
+
+// KindBudget is the kind of the interrupt raised by on_exceed: interrupt.
+const KindBudget = "budget"
+
+// extension is the resume value of a budget interrupt: new limits, or a
+// refusal.
+type extension struct {
+	MaxTokens     int64   `json:"max_tokens"`
+	MaxCostUSD    float64 `json:"max_cost_usd"`
+	MaxIterations int     `json:"max_iterations"`
+	MaxSteps      int     `json:"max_steps"`
+	MaxLLMCalls   int     `json:"max_llm_calls"`
+	MaxToolCalls  int     `json:"max_tool_calls"`
+	Approved      *bool   `json:"approved"`
+}
+
+// extend applies a budget interrupt's resume value. It reports false when
+// the human refused to extend.
+func (m *meter) extend(value any) (bool, error) {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return false, InvalidResume(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var x extension
+	if err := dec.Decode(&x); err != nil || value == nil {
+		return false, InvalidResume(fmt.Errorf(`a budget interrupt resumes with new limits, e.g. {"max_tokens": 200000}, or {"approved": false}: %v`, err))
+	}
+	if x.Approved != nil && !*x.Approved {
+		return false, nil
+	}
+	b := &m.budget
+	setIf(&b.MaxTokens, x.MaxTokens)
+	setIf(&b.MaxCostUSD, x.MaxCostUSD)
+	setIf(&b.MaxIterations, x.MaxIterations)
+	setIf(&b.MaxSteps, x.MaxSteps)
+	setIf(&b.MaxLLMCalls, x.MaxLLMCalls)
+	setIf(&b.MaxToolCalls, x.MaxToolCalls)
+	m.extended, m.dirty = true, true
+	return true, nil
+}
+
+func setIf[T int | int64 | float64](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// isPolicyNode reports whether an on_exceed policy names a node.
+func isPolicyNode(p string) bool { return p != "" && p != OnExceedFail && p != OnExceedInterrupt }
+
+// stepBudget returns the exceeded max_steps budget before another step.
+func (r *Run) stepBudget() *BudgetError {
+	if b := r.meter.budget.MaxSteps; b > 0 && r.step >= b && r.ownsMeter {
+		return &BudgetError{Budget: "max_steps", Limit: float64(b), Used: float64(r.step)}
+	}
+	return nil
+}
+
+// syncBudget refreshes what expressions see as budget.
+func (r *Run) syncBudget(steps int) {
+	u := r.Usage()
+	b := r.budget
+	b["steps"], b["tokens_used"], b["cost_usd"] = steps, u.Tokens(), u.CostUSD
+	b["iterations"], b["llm_calls"], b["tool_calls"] = u.Iterations, u.LLMCalls, u.ToolCalls
+}
+
+// restore continues counting from a checkpoint's usage and budget.
+func (m *meter) restore(md *meta) {
+	if md.Usage != nil {
+		m.usage = *md.Usage
+	}
+	if md.Budget != nil {
+		m.budget, m.extended = *md.Budget, true
+	}
+}
+
+func isBudgetInterrupt(cp *store.Checkpoint) bool {
+	var intr Interrupt
+	return json.Unmarshal(cp.Interrupt, &intr) == nil && intr.Kind == KindBudget
+}
+
+// resumeBudget applies the resume value of a budget interrupt: new limits
+// let the run go on (nil result: the node runs afresh); a refusal fails
+// the thread.
+func (r *Run) resumeBudget(ctx context.Context, state State, last *store.Checkpoint, value any) (*Result, error) {
+	ok, err := r.meter.extend(value)
+	if err != nil || ok {
+		return nil, err
+	}
+	var intr Interrupt
+	_ = json.Unmarshal(last.Interrupt, &intr)
+	be := &BudgetError{Budget: fmt.Sprint(intr.Payload["budget"]), Limit: toFloat(intr.Payload["limit"]), Used: toFloat(intr.Payload["used"])}
+	return r.fail(ctx, state, last.Next, budgetFailure(r.Graph.Name, last.Next, be))
+}
+
+func toFloat(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+// record returns what a checkpoint keeps of the meter and marks it clean.
+func (m *meter) record() (*RunUsage, *Budget) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dirty = false
+	u := m.usage
+	if !m.extended {
+		return &u, nil
+	}
+	b := m.budget
+	return &u, &b
+}
