@@ -182,7 +182,9 @@ func compileShipped(b *testing.B, name string) *runner.Graph {
 	if diags = append(diags, more...); diags.HasErrors(false) {
 		b.Fatal(diags)
 	}
-	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool})
+	// An empty script: every planner LLM call fails at once and the
+	// deterministic fallback decides, as without a model server.
+	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.Providers([]dsl.Reply{})})
 	if err != nil {
 		b.Fatal(err)
 	}

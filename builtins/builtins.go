@@ -7,7 +7,8 @@ import "github.com/runner-dev/runner/dsl"
 
 // All returns every built-in node type.
 func All() []dsl.NodeType {
-	return []dsl.NodeType{SetNode, ToolNode, PlannerNode, InterruptNode, NoopNode, SubgraphNode, ParallelNode, MapNode}
+	return []dsl.NodeType{SetNode, ToolNode, PlannerNode, InterruptNode, NoopNode, SubgraphNode, ParallelNode, MapNode,
+		PromptNode, LLMNode, ToolsNode, ExtractNode}
 }
 
 // Registry returns a registry of All and BuiltinTools.

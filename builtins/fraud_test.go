@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -32,7 +33,11 @@ func shippedGraph(t *testing.T, name string) *runner.Graph {
 	t.Helper()
 	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
 	c, proj := checked(t, docs, diags)
-	return compileChecked(t, c, proj, name, nil)
+	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.Providers([]dsl.Reply{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // comparable drops what legitimately differs between two runs: clock

@@ -111,7 +111,7 @@ func (n *toolNode) Run(ctx context.Context, in *runner.Input) (runner.Update, er
 	start := in.Run.Now()
 	out, err := callTool(ctx, in.Run, spec, args, in.State, n.cfg.Timeout, 0)
 	exec := execution(name, args, out, err, start, in.Run.Now())
-	if err != nil && (n.cfg.Fatal || ctx.Err() != nil) {
+	if err != nil && (n.cfg.Fatal || mustStop(ctx, err)) {
 		return nil, err
 	}
 	return n.update(name, out, exec, err)
@@ -159,6 +159,15 @@ func (n *toolNode) update(name string, out any, exec map[string]any, callErr err
 	return upd, nil
 }
 
+// mustStop reports whether a failed tool call ends the node even where
+// failures are only recorded: a cancelled run, a spent budget or an
+// interrupt.
+func mustStop(ctx context.Context, err error) bool {
+	var be *runner.BudgetError
+	var intr *runner.Interrupt
+	return ctx.Err() != nil || errors.As(err, &be) || errors.As(err, &intr)
+}
+
 // callTool calls a tool with its timeout, emitting tool_call/tool_result;
 // n numbers the node's calls this step, for the idempotency key.
 func callTool(ctx context.Context, run *runner.Run, spec *runner.ToolSpec, args map[string]any, state runner.State, timeout time.Duration, n int) (any, error) {
@@ -169,6 +178,9 @@ func callTool(ctx context.Context, run *runner.Run, spec *runner.ToolSpec, args 
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
+	}
+	if err := run.BeginTool(); err != nil {
+		return nil, err
 	}
 	run.Emit(runner.EventToolCall, "", map[string]any{"tool": spec.Name, "args": args})
 	out, err := spec.Tool.Call(ctx, &runner.ToolCall{Name: spec.Name, Args: args, State: state, Key: run.Key(n)})

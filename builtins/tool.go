@@ -18,6 +18,12 @@ func Tool(def *dsl.ToolDef) (runner.Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", def.Name, err)
 	}
+	return Checked(def, impl)
+}
+
+// Checked returns impl behind the argument validation of def: a mock in a
+// test is held to the tool's parameters as the real tool is.
+func Checked(def *dsl.ToolDef, impl runner.Tool) (runner.Tool, error) {
 	params, err := compileSchema(def.Parameters)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: parameters: %w", def.Name, err)

@@ -45,7 +45,8 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		valid:   map[*Document]bool{},
 		used:    map[string]map[string]bool{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
-			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{}, Docs: docs},
+			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
+			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, Docs: docs},
 	}
 	for _, d := range docs {
 		k.index(d)
@@ -54,7 +55,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	k.checkKind(KindPipeline, k.pipeline)
 	k.checkKind(KindTool, k.tool)
 	k.checkKind(KindSkill, k.skill)
-	k.checkKind(KindModel, func(*Document) {})
+	k.checkKind(KindModel, k.model)
 	k.checkKind(KindAgent, k.agent)
 	k.checkKind(KindTest, k.test)
 	k.subgraphCycles()

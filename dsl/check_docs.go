@@ -29,13 +29,22 @@ func (k *check) agent(d *Document) {
 			k.bindRules(d, n, n.Value, p)
 		}
 	}
-	if b := d.Get("budget"); b != nil {
-		if err := b.Decode(&a.Budget); err != nil {
-			k.diags.Errorf(d.Pos(b), "budget: %s", cleanDecodeError(err))
-		}
-		k.onExceed(d, mapGet(b, "on_exceed"), p)
-	}
+	a.Budget = k.budget(d, p)
 	k.proj.Agents[a.Name] = a
+}
+
+// budget reads a document's budget: and checks its on_exceed against p.
+func (k *check) budget(d *Document, p *Pipeline) Budget {
+	var b Budget
+	n := d.Get("budget")
+	if n == nil {
+		return b
+	}
+	if err := n.Decode(&b); err != nil {
+		k.diags.Errorf(d.Pos(n), "budget: %s", cleanDecodeError(err))
+	}
+	k.onExceed(d, mapGet(n, "on_exceed"), p)
+	return b
 }
 
 // onExceed checks a budget's on_exceed: fail, interrupt or a node name.
@@ -51,7 +60,9 @@ func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
 // expressions compile against its arguments.
 func (k *check) tool(d *Document) {
 	t := &ToolDef{Doc: d, Name: d.Name, Capability: scalarValue(d.Get("capability")), Builtin: scalarValue(d.Get("builtin"))}
+	t.Description = scalarValue(mapGet(d.Get("metadata"), "description"))
 	_ = decode(d.Get("mutating"), &t.Mutating)
+	_ = decode(d.Get("updates_state"), &t.UpdatesState)
 	_ = decode(d.Get("timeout"), &t.Timeout)
 	t.Parameters = k.jsonSchema(d, d.Get("parameters"))
 	k.jsonSchema(d, d.Get("returns"))
@@ -149,15 +160,31 @@ func jsonType(p any) *Type {
 
 // skill checks a Skill's references and context templates.
 func (k *check) skill(d *Document) {
-	k.refs(d, d.Get("tools"), KindTool, "tool")
-	k.refs(d, d.Get("rules"), KindRuleSet, "rule set")
-	k.refs(d, d.Get("requires"), KindSkill, "skill")
-	env := NewEnv(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
+	s := &SkillDef{Doc: d, Name: d.Name, Persona: scalarValue(d.Get("persona")),
+		Tools:    k.refs(d, d.Get("tools"), KindTool, "tool"),
+		Rules:    k.refs(d, d.Get("rules"), KindRuleSet, "rule set"),
+		Requires: k.refs(d, d.Get("requires"), KindSkill, "skill")}
 	lang := docLang(d, Expr)
+	env := NewEnv(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
 	for _, c := range items(d.Get("context")) {
-		_, ds := CompileTemplate(source(d, c, lang), env)
+		t, ds := CompileTemplate(source(d, c, lang), env)
 		k.diags = append(k.diags, ds...)
+		s.Context = append(s.Context, t)
 	}
+	k.proj.Skills[s.Name] = s
+}
+
+// model checks a Model document.
+func (k *check) model(d *Document) {
+	m := &ModelDef{Doc: d, Name: d.Name, Provider: scalarValue(d.Get("provider")), ID: scalarValue(d.Get("model")),
+		BaseURL: scalarValue(d.Get("base_url")), APIKeyEnv: scalarValue(d.Get("api_key_env"))}
+	if m.ID == "" {
+		m.ID = m.Name
+	}
+	_ = decode(d.Get("pricing"), &m.Pricing)
+	_ = decode(d.Get("context_window"), &m.Context)
+	_ = decode(d.Get("params"), &m.Params)
+	k.proj.Models[m.Name] = m
 }
 
 // test checks a Test's target, mocks, expected path and assertions.
@@ -186,6 +213,7 @@ func (k *check) test(d *Document) {
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Mocks: map[string]Mock{}}
 	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)
 	_ = decode(d.Get("mocks"), &t.Mocks)
+	_ = decode(d.Get("script"), &t.Script)
 	_ = decode(d.Get("resume"), &t.Resume)
 	ex := d.Get("expect")
 	t.Expect.Status = scalarValue(mapGet(ex, "status"))

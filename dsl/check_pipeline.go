@@ -44,6 +44,7 @@ func (k *check) pipeline(d *Document) {
 		p.Output[key.Value] = &Expression{Program: pc.compile(d, v, p.Lang, pc.env(nil), nil), node: v}
 	})
 	pc.graph()
+	p.Budget = k.budget(d, p)
 	k.proj.Pipelines[p.Name] = p
 }
 

@@ -18,15 +18,57 @@ type CompileOptions struct {
 	Tool func(*ToolDef) (runner.Tool, error)
 	// Mocks replace tools by name (runner test).
 	Mocks map[string]runner.Tool
+	// Agent, when set, is the agent the graph runs for: its budget
+	// overrides the pipeline's, and prompt and llm nodes use its model,
+	// persona, skills and tools.
+	Agent *Agent
+	// Provider builds the LLM provider of a model (builtins.Provider).
+	Provider func(*ModelDef) (runner.Provider, error)
+	// Budget overrides the agent's budget field by field (RUNNER_BUDGET_*).
+	Budget Budget
+}
+
+// Model is a model with its provider, as llm nodes call it.
+type Model struct {
+	Def      *ModelDef
+	Provider runner.Provider
 }
 
 // Build is what a node type's Build function sees: the node being built
 // and access to the tools and pipelines it refers to.
 type Build struct {
+	Project  *Project
 	Pipeline *Pipeline
 	Node     *Node
-	c        *graphCompiler
+	// Agent is the agent the graph runs for; nil for a bare pipeline.
+	Agent *Agent
+	c     *graphCompiler
 }
+
+// Model returns the model called name, or the agent's model when name is
+// empty.
+func (b *Build) Model(name string) (*Model, error) {
+	if name == "" && b.Agent != nil {
+		name = b.Agent.Model
+	}
+	if name == "" {
+		return nil, fmt.Errorf("no model: set model: on the node, or run the pipeline through an agent that has one")
+	}
+	return b.c.model(name)
+}
+
+// Skill returns the skill called name, counting it among the definitions
+// the graph depends on.
+func (b *Build) Skill(name string) *SkillDef {
+	s := b.Project.Skills[name]
+	if s != nil {
+		b.c.defs[KindSkill+"/"+name] = hashDoc(s.Doc)
+	}
+	return s
+}
+
+// HasField reports whether the node's pipeline declares a state field.
+func (b *Build) HasField(name string) bool { return b.Pipeline.State.Fields[name] != nil }
 
 // Tool returns the runtime tool called name.
 func (b *Build) Tool(name string) (*runner.ToolSpec, error) { return b.c.tool(name) }
@@ -51,6 +93,7 @@ type graphCompiler struct {
 	opt    CompileOptions
 	graphs map[string]*runner.Graph
 	tools  map[string]*runner.ToolSpec
+	models map[string]*Model
 	defs   map[string]string
 }
 
@@ -59,11 +102,17 @@ type graphCompiler struct {
 // errors. The graph is immutable and safe to run for many threads at once.
 func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runner.Graph, error) {
 	cc := &graphCompiler{reg: c.reg, proj: proj, opt: opt, graphs: map[string]*runner.Graph{},
-		tools: map[string]*runner.ToolSpec{}, defs: map[string]string{}}
+		tools: map[string]*runner.ToolSpec{}, models: map[string]*Model{}, defs: map[string]string{}}
 	g, err := cc.graph(name)
 	if err != nil {
 		return nil, err
 	}
+	b := proj.Pipelines[name].Budget
+	if a := opt.Agent; a != nil {
+		b = b.Over(a.Budget)
+		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
+	}
+	g.Budget = b.Over(opt.Budget).Runtime()
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
 	return g, nil
@@ -102,7 +151,7 @@ func (c *graphCompiler) step(p *Pipeline, n *Node) (*runner.Step, error) {
 	if nt.Build == nil {
 		return nil, fmt.Errorf("node type %s cannot run", n.Type)
 	}
-	node, err := nt.Build(n.Config, &Build{Pipeline: p, Node: n, c: c})
+	node, err := nt.Build(n.Config, &Build{Project: c.proj, Pipeline: p, Node: n, Agent: c.opt.Agent, c: c})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +177,8 @@ func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
 	if def == nil {
 		return nil, fmt.Errorf("no tool named %q", name)
 	}
-	spec := &runner.ToolSpec{Name: name, Capability: def.Capability, Mutating: def.Mutating, Timeout: def.Timeout}
+	spec := &runner.ToolSpec{Name: name, Description: def.Description, Parameters: def.Parameters, Capability: def.Capability,
+		Mutating: def.Mutating, UpdatesState: def.UpdatesState, Timeout: def.Timeout}
 	var err error
 	switch {
 	case c.opt.Mocks[name] != nil:
@@ -144,6 +194,27 @@ func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
 	c.tools[name] = spec
 	c.defs[KindTool+"/"+name] = hashDoc(def.Doc)
 	return spec, nil
+}
+
+func (c *graphCompiler) model(name string) (*Model, error) {
+	if m, ok := c.models[name]; ok {
+		return m, nil
+	}
+	def := c.proj.Models[name]
+	if def == nil {
+		return nil, fmt.Errorf("no model named %q", name)
+	}
+	if c.opt.Provider == nil {
+		return nil, fmt.Errorf("no LLM providers were given to the compiler")
+	}
+	p, err := c.opt.Provider(def)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	m := &Model{Def: def, Provider: p}
+	c.models[name] = m
+	c.defs[KindModel+"/"+name] = hashDoc(def.Doc)
+	return m, nil
 }
 
 // output evaluates a pipeline's output mapping.

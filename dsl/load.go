@@ -241,3 +241,21 @@ func indentTab(file string, src []byte) (Pos, bool) {
 	}
 	return Pos{}, false
 }
+
+// LoadScript reads a file of scripted LLM replies: a YAML list, each item
+// as in a Test document's script: block.
+func LoadScript(name string) ([]Reply, error) {
+	src, err := readFile(name)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	var replies []Reply
+	if err := dec.Decode(&replies); err != nil && err != io.EOF {
+		msg := strings.ReplaceAll(err.Error(), "in type dsl.", "in a scripted ")
+		msg = strings.ReplaceAll(msg, "yaml: unmarshal errors:\n  ", "")
+		return nil, fmt.Errorf("%s: %s (a script is a list of replies: text, tool_calls, output, usage, error, delay, node)", name, msg)
+	}
+	return replies, nil
+}

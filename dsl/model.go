@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // Document kinds.
@@ -26,6 +28,8 @@ type Project struct {
 	Agents    map[string]*Agent
 	RuleSets  map[string]*RuleSet
 	Tools     map[string]*ToolDef
+	Models    map[string]*ModelDef
+	Skills    map[string]*SkillDef
 	Tests     []*TestDef
 	Docs      []*Document
 }
@@ -38,8 +42,42 @@ type TestDef struct {
 	Agent    string
 	Input    map[string]any
 	Mocks    map[string]Mock
+	Script   []Reply
 	Resume   []ResumeStep
 	Expect   Expect
+}
+
+// Reply is one scripted LLM reply (runner test, exec --script).
+type Reply struct {
+	Node      string         `yaml:"node"`
+	Text      string         `yaml:"text"`
+	ToolCalls []ScriptedCall `yaml:"tool_calls"`
+	Output    any            `yaml:"output"`
+	Usage     *ScriptedUsage `yaml:"usage"`
+	Error     *ScriptedError `yaml:"error"`
+	Delay     time.Duration  `yaml:"delay"`
+}
+
+// ScriptedCall is a tool call in a scripted reply; Args is an object, or
+// a string of raw JSON (to script a malformed call).
+type ScriptedCall struct {
+	ID   string `yaml:"id"`
+	Name string `yaml:"name"`
+	Args any    `yaml:"args"`
+}
+
+// ScriptedUsage is the usage a scripted reply reports.
+type ScriptedUsage struct {
+	Input  int64 `yaml:"input"`
+	Output int64 `yaml:"output"`
+	Cached int64 `yaml:"cached"`
+}
+
+// ScriptedError makes a scripted call fail as a provider would.
+type ScriptedError struct {
+	Status     int           `yaml:"status"`
+	Message    string        `yaml:"message"`
+	RetryAfter time.Duration `yaml:"retry_after"`
 }
 
 // Mock replaces a tool in a test: a result, an error, after a delay.
@@ -66,11 +104,13 @@ type Expect struct {
 
 // ToolDef is a checked Tool document.
 type ToolDef struct {
-	Doc        *Document
-	Name       string
-	Capability string
-	Mutating   bool
-	Timeout    time.Duration
+	Doc          *Document
+	Name         string
+	Description  string
+	Capability   string
+	Mutating     bool
+	UpdatesState bool
+	Timeout      time.Duration
 	// Parameters is the JSON Schema of the arguments, decoded.
 	Parameters map[string]any
 	// Exactly one implementation is set.
@@ -104,6 +144,8 @@ type Pipeline struct {
 	Start    string
 	Nodes    []*Node
 	Output   map[string]*Expression
+	// Budget holds the defaults of the agents running this pipeline.
+	Budget Budget
 }
 
 // Node returns the node called name, or nil.
@@ -169,7 +211,7 @@ type Agent struct {
 
 // Budget bounds an agent's run; zero values are unlimited.
 type Budget struct {
-	MaxTokens    int           `yaml:"max_tokens"`
+	MaxTokens    int64         `yaml:"max_tokens"`
 	MaxCostUSD   float64       `yaml:"max_cost_usd"`
 	MaxIter      int           `yaml:"max_iterations"`
 	MaxSteps     int           `yaml:"max_steps"`
@@ -177,6 +219,75 @@ type Budget struct {
 	MaxToolCalls int           `yaml:"max_tool_calls"`
 	Timeout      time.Duration `yaml:"timeout"`
 	OnExceed     string        `yaml:"on_exceed"`
+}
+
+// Over returns b with every field o sets replacing b's.
+func (b Budget) Over(o Budget) Budget {
+	setIf(&b.MaxTokens, o.MaxTokens)
+	setIf(&b.MaxCostUSD, o.MaxCostUSD)
+	setIf(&b.MaxIter, o.MaxIter)
+	setIf(&b.MaxSteps, o.MaxSteps)
+	setIf(&b.MaxLLMCalls, o.MaxLLMCalls)
+	setIf(&b.MaxToolCalls, o.MaxToolCalls)
+	setIf(&b.Timeout, o.Timeout)
+	if o.OnExceed != "" {
+		b.OnExceed = o.OnExceed
+	}
+	return b
+}
+
+func setIf[T int | int64 | float64 | time.Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// Runtime is the budget as the runner enforces it.
+func (b Budget) Runtime() runner.Budget {
+	return runner.Budget{MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD, MaxIterations: b.MaxIter, MaxSteps: b.MaxSteps,
+		MaxLLMCalls: b.MaxLLMCalls, MaxToolCalls: b.MaxToolCalls, Timeout: b.Timeout, OnExceed: b.OnExceed}
+}
+
+// ModelDef is a checked Model document.
+type ModelDef struct {
+	Doc      *Document
+	Name     string
+	Provider string // openai, anthropic or scripted
+	// ID is the provider's model id (default: the document's name).
+	ID        string
+	BaseURL   string
+	APIKeyEnv string
+	Pricing   Pricing
+	Context   int // context window, in tokens
+	Params    runner.Params
+}
+
+// Pricing is a model's price in US dollars per million tokens.
+type Pricing struct {
+	Input       float64 `yaml:"input_per_mtok"`
+	Output      float64 `yaml:"output_per_mtok"`
+	CachedInput float64 `yaml:"cached_input_per_mtok"`
+}
+
+// Cost is what a call with usage u costs. Cached input tokens are priced
+// at CachedInput when it is set, else at Input.
+func (p Pricing) Cost(u runner.Usage) float64 {
+	cached := p.CachedInput
+	if cached == 0 {
+		cached = p.Input
+	}
+	return (float64(u.InputTokens)*p.Input + float64(u.CachedInputTokens)*cached + float64(u.OutputTokens)*p.Output) / 1e6
+}
+
+// SkillDef is a checked Skill document.
+type SkillDef struct {
+	Doc      *Document
+	Name     string
+	Persona  string
+	Context  []*Template // each rendered as its own system message
+	Tools    []string
+	Rules    []string
+	Requires []string
 }
 
 // RuleSet is a checked RuleSet document.

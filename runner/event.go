@@ -8,6 +8,7 @@ const (
 	EventRunStart   = "run_start"
 	EventNodeStart  = "node_start"
 	EventNodeEnd    = "node_end"
+	EventLLMToken   = "llm_token"
 	EventToolCall   = "tool_call"
 	EventToolResult = "tool_result"
 	EventInterrupt  = "interrupt"

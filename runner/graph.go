@@ -82,8 +82,9 @@ type Node interface {
 	Run(ctx context.Context, in *Input) (Update, error)
 }
 
-// Input is what a node sees: the state (read-only) and its run.
+// Input is what a node sees: its name, the state (read-only) and its run.
 type Input struct {
+	Node  string
 	State State
 	// Resumed is set when the node runs again after raising an interrupt;
 	// Resume is the value the resume delivered (nil when it gave none).

@@ -84,7 +84,9 @@ type ChatResponse struct {
 	FinishReason string
 }
 
-// Usage is the token count a provider reports for one call.
+// Usage is the token count a provider reports for one call. The three
+// counts are disjoint: InputTokens excludes the cached input tokens, so
+// the total input is InputTokens + CachedInputTokens.
 type Usage struct {
 	InputTokens       int64 `json:"input_tokens"`
 	OutputTokens      int64 `json:"output_tokens"`

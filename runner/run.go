@@ -88,7 +88,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		r.emit(EventNodeStart, cur, nil)
 		start = r.now()
 	}
-	r.in = Input{State: *state, Run: r}
+	r.in = Input{Node: cur, State: *state, Run: r}
 	if resume != nil {
 		r.in.Resumed, r.in.Resume = true, resume.value
 	}
@@ -132,11 +132,17 @@ func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 	attempts := max(1, s.Retry.MaxAttempts)
 	for a := 1; ; a++ {
 		upd, err := attempt(ctx, s, in)
-		if err == nil || a >= attempts || !s.Retry.retries(err) || ctx.Err() != nil {
+		if err == nil || !s.Retry.retries(err) || ctx.Err() != nil {
+			return upd, err
+		}
+		if a >= attempts {
+			if a > 1 {
+				err = fmt.Errorf("%w (after %d attempts)", err, a)
+			}
 			return upd, err
 		}
 		r.emit(EventError, s.Name, map[string]any{"error": err.Error(), "attempt": a, "retrying": true})
-		if err := sleep(ctx, s.Retry.backoff(a)); err != nil {
+		if err := sleep(ctx, max(s.Retry.backoff(a), retryAfter(err))); err != nil {
 			return nil, err
 		}
 	}

@@ -12,11 +12,17 @@ type Tool interface {
 
 // ToolSpec is a tool with what the runtime needs to know about it.
 type ToolSpec struct {
-	Name       string
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments, as the model sees it.
+	Parameters map[string]any
 	Capability string
 	Mutating   bool
-	Timeout    time.Duration
-	Tool       Tool
+	// UpdatesState marks a state-aware tool: it returns {output, state},
+	// its output for the model and updates for the state.
+	UpdatesState bool
+	Timeout      time.Duration
+	Tool         Tool
 }
 
 // ToolCall is one invocation: validated arguments, the caller's state, and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -22,6 +23,9 @@ import (
 type Config struct {
 	// Paths are the files and directories definitions are loaded from.
 	Paths []string `koanf:"paths"`
+	// Budget overrides every agent's budget field by field
+	// (RUNNER_BUDGET_MAX_TOKENS=50000).
+	Budget dsl.Budget `koanf:"-"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.
@@ -47,6 +51,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		if key == "paths" {
 			return key, strings.Split(v, ",")
 		}
+		if b, ok := strings.CutPrefix(key, "budget_"); ok {
+			return "budget." + b, v
+		}
 		return key, v
 	}}), nil)
 	if err != nil {
@@ -58,6 +65,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	cfg := &Config{}
 	if err := k.Unmarshal("", cfg); err != nil {
 		return nil, err
+	}
+	if err := k.UnmarshalWithConf("budget", &cfg.Budget, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
+		return nil, fmt.Errorf("budget settings: %w", err)
 	}
 	if len(cfg.Paths) == 0 {
 		cfg.Paths = existing(defaultPaths)

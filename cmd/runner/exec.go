@@ -50,6 +50,7 @@ Exit status: 0 completed, 3 paused waiting for input (resume with
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")
 	f.Bool("events", false, "print every event as a JSON line on stdout")
+	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	return cmd
 }
 
@@ -58,7 +59,7 @@ func runExec(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	target, err := compileTarget(cmd, cfg.Paths, args[0])
+	target, err := compileTarget(cmd, cfg, args[0])
 	if err != nil {
 		return err
 	}
@@ -124,6 +125,10 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 		_ = enc.Encode(out)
 	}
 	w := cmd.ErrOrStderr()
+	if u := res.Usage; u.LLMCalls > 0 {
+		fmt.Fprintf(w, "usage: %d LLM calls, %d tokens (%d in, %d cached, %d out), $%.4f; %d tool calls\n",
+			u.LLMCalls, u.Tokens(), u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.CostUSD, u.ToolCalls)
+	}
 	switch res.Status {
 	case runner.StatusCompleted:
 		return nil
@@ -186,45 +191,37 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// target is what exec runs: a compiled graph and the agent's defaults.
+// target is what exec runs: a compiled graph.
 type target struct {
 	graph *runner.Graph
-	agent *dsl.Agent
 }
 
-// compileTarget checks the definitions and compiles the agent or pipeline.
-func compileTarget(cmd *cobra.Command, paths []string, name string) (*target, error) {
-	checker, proj, err := checkedProject(cmd, paths)
+// compileTarget checks the definitions and compiles the agent or pipeline,
+// with the budget overrides of cfg and the replies of --script.
+func compileTarget(cmd *cobra.Command, cfg *Config, name string) (*target, error) {
+	checker, proj, err := checkedProject(cmd, cfg.Paths)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{agent: proj.Agents[name]}
+	opt := dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[name], Budget: cfg.Budget}
+	if file, _ := cmd.Flags().GetString("script"); file != "" {
+		script, err := dsl.LoadScript(file)
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		opt.Provider = builtins.Providers(script)
+	} else {
+		opt.Provider = builtins.Providers(nil)
+	}
 	pipeline := name
-	if t.agent != nil {
-		pipeline = t.agent.Pipeline
+	if opt.Agent != nil {
+		pipeline = opt.Agent.Pipeline
 	} else if proj.Pipelines[name] == nil {
 		return nil, usageErr(fmt.Errorf("no agent or pipeline named %q", name))
 	}
-	g, err := checker.Compile(proj, pipeline, dsl.CompileOptions{Tool: builtins.Tool})
+	g, err := checker.Compile(proj, pipeline, opt)
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	t.graph = t.applyBudget(g)
-	return t, nil
-}
-
-// applyBudget narrows the graph's limits to the agent's budget.
-func (t *target) applyBudget(g *runner.Graph) *runner.Graph {
-	if t.agent == nil {
-		return g
-	}
-	b := t.agent.Budget
-	cp := *g
-	if b.MaxSteps > 0 && (cp.MaxSteps == 0 || b.MaxSteps < cp.MaxSteps) {
-		cp.MaxSteps = b.MaxSteps
-	}
-	if b.Timeout > 0 && (cp.Timeout == 0 || b.Timeout < cp.Timeout) {
-		cp.Timeout = b.Timeout
-	}
-	return &cp
+	return &target{graph: g}, nil
 }

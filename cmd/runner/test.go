@@ -77,12 +77,14 @@ func runTests(cmd *cobra.Command, args []string) error {
 // runTest runs one test and returns what did not meet expectations.
 func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef) []string {
 	calls := &callLog{}
-	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Mocks: mocks(t.Mocks)})
+	ms, err := mocks(proj, t.Mocks)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	if a := proj.Agents[t.Agent]; a != nil {
-		g = (&target{graph: g, agent: a}).applyBudget(g)
+	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Mocks: ms,
+		Agent: proj.Agents[t.Agent], Provider: builtins.Providers(append([]dsl.Reply{}, t.Script...))})
+	if err != nil {
+		return []string{err.Error()}
 	}
 	st, _ := store.Open("memory:")
 	defer st.Close()
@@ -145,10 +147,11 @@ func resumeOf(r dsl.ResumeStep) any {
 }
 
 // mocks turns a test's mocks into tools.
-func mocks(ms map[string]dsl.Mock) map[string]runner.Tool {
+func mocks(proj *dsl.Project, ms map[string]dsl.Mock) (map[string]runner.Tool, error) {
 	out := map[string]runner.Tool{}
 	for name, m := range ms {
-		out[name] = runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
+		var err error
+		out[name], err = builtins.Checked(proj.Tools[name], runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
 			if m.Delay > 0 {
 				t := time.NewTimer(m.Delay)
 				defer t.Stop()
@@ -162,9 +165,12 @@ func mocks(ms map[string]dsl.Mock) map[string]runner.Tool {
 				return nil, errors.New(m.Error)
 			}
 			return m.Result, nil
-		})
+		}))
+		if err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // callLog records the tool calls of a run from its events.

@@ -1,0 +1,272 @@
+package builtins_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+)
+
+// agentSrc is a tool-calling agent: prompt → llm ⇄ tools → synthesis. Its
+// skill brings a persona, a context template and the add tool; remember
+// is state-aware.
+const agentSrc = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: loop}
+state:
+  messages: {type: array, reducer: messages}
+  pending_tool_calls: {type: array}
+  turn_metrics: {type: array, reducer: append}
+  llm_phase: {type: string}
+  iteration: {type: integer, default: 0}
+  notes: {type: array, items: {type: string}, reducer: append, default: []}
+  user: {type: object}
+  summary: {type: object}
+limits: {max_steps: 20}
+start: system
+nodes:
+  system:
+    type: prompt
+    with: {user: state.user}
+    next: ask
+  ask:
+    type: llm
+    with: {tools: [remember], phase: initial, stream: true}
+    next:
+      - when: len(state.pending_tool_calls) > 0
+        to: act
+      - to: summarize
+  act:
+    type: tools
+    with: {count: iteration}
+    next:
+      - when: state.llm_phase == "synthesis"
+        to: summarize
+      - to: ask
+  summarize:
+    type: llm
+    with:
+      phase: synthesis
+      skip: len(state.notes) == 0
+      output_schema:
+        type: object
+        properties: {answer: {type: integer}}
+        required: [answer]
+      output: summary
+    next: END
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: calc}
+pipeline: loop
+model: tiny
+skills: [arith]
+---
+apiVersion: runner/v1
+kind: Model
+metadata: {name: tiny}
+provider: scripted
+pricing: {input_per_mtok: 2.5, output_per_mtok: 10, cached_input_per_mtok: 1.25}
+---
+apiVersion: runner/v1
+kind: Skill
+metadata: {name: arith}
+persona: You add numbers.
+context: ["Numbers for ${user.name}."]
+tools: [add]
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: add, description: Adds two integers.}
+parameters:
+  type: object
+  properties: {a: {type: integer}, b: {type: integer}}
+  required: [a, b]
+expr: args.a + args.b
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: remember}
+updates_state: true
+parameters:
+  type: object
+  properties: {note: {type: string}}
+  required: [note]
+expr: '{"output": "noted", "state": {"notes": [args.note]}}'
+`
+
+// compileAgent compiles agent calc with a script.
+func compileAgent(t *testing.T, src string, script []dsl.Reply) *runner.Graph {
+	t.Helper()
+	docs, diags := dsl.Parse("agent.yaml", []byte(src))
+	c, proj := checked(t, docs, diags)
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"], Provider: builtins.Providers(script)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestAgentLoop(t *testing.T) {
+	script := []dsl.Reply{
+		{Node: "ask", ToolCalls: []dsl.ScriptedCall{
+			{ID: "c1", Name: "add", Args: map[string]any{"a": 2, "b": 3}},
+			{ID: "c2", Name: "remember", Args: map[string]any{"note": "2+3"}},
+			{ID: "c3", Name: "nope", Args: map[string]any{}},
+			{ID: "c4", Name: "add", Args: `{"a": 1,`},
+		}, Usage: &dsl.ScriptedUsage{Input: 1000, Output: 100, Cached: 400}},
+		{Node: "ask", Text: "The sum is 5.", Usage: &dsl.ScriptedUsage{Input: 1200, Output: 20}},
+		{Node: "summarize", Text: "five"},                        // not JSON: the schema method retries
+		{Node: "summarize", Output: map[string]any{"answer": 5}}, // valid
+	}
+	e := engine(t)
+	var tokens []string
+	e.Sink = func(ev runner.Event) {
+		if ev.Type == runner.EventLLMToken {
+			tokens = append(tokens, ev.Data.(map[string]any)["text"].(string))
+		}
+	}
+	res, err := e.Run(context.Background(), compileAgent(t, agentSrc, script), "t", map[string]any{"user": map[string]any{"name": "Ada", "role": "analyst"}})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if got := strings.Join(res.Path, ","); got != "system,ask,act,ask,summarize" {
+		t.Errorf("path %s", got)
+	}
+	msgs := res.State["messages"].([]any)
+	roles := []string{}
+	for _, m := range msgs {
+		roles = append(roles, m.(map[string]any)["role"].(string))
+	}
+	if got := strings.Join(roles, ","); got != "system,system,assistant,tool,tool,tool,tool,assistant" {
+		t.Errorf("roles %s", got)
+	}
+	base := msgs[0].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(base, "You add numbers.") || !strings.Contains(base, "Name: Ada\nRole: analyst") || msgs[0].(map[string]any)["cache"] != true {
+		t.Errorf("prompt prefix %q", base)
+	}
+	if got := msgs[1].(map[string]any)["content"]; got != "Numbers for Ada." {
+		t.Errorf("skill context %q", got)
+	}
+	wantTool := []string{"5", "noted", `error: unknown tool "nope"; the tools are: remember, add`, "error: tool add: the arguments are not a JSON object"}
+	for i, w := range wantTool {
+		if got := msgs[3+i].(map[string]any)["content"].(string); !strings.HasPrefix(got, w) {
+			t.Errorf("tool message %d = %q, want %q…", i, got, w)
+		}
+	}
+	if res.State["summary"].(map[string]any)["answer"] != int64(5) || res.State["iteration"] != int64(1) || len(res.State["notes"].([]any)) != 1 {
+		t.Errorf("summary %v, iteration %v, notes %v", res.State["summary"], res.State["iteration"], res.State["notes"])
+	}
+	if strings.Join(tokens, "") != "The sum is 5." || len(tokens) < 2 {
+		t.Errorf("streamed tokens %q", tokens)
+	}
+	checkUsage(t, res)
+}
+
+// checkUsage checks the run's usage and turn_metrics against the price
+// table: 2.5 $/Mtok in, 10 out, 1.25 cached.
+func checkUsage(t *testing.T, res *runner.Result) {
+	t.Helper()
+	u := res.Usage
+	if u.LLMCalls != 4 || u.ToolCalls != 2 || u.Iterations != 1 || u.CachedInputTokens != 400 {
+		t.Errorf("usage %+v; want 4 LLM calls, 2 tool calls (the unknown and malformed ones never ran), 1 iteration", u)
+	}
+	first := (1000*2.5 + 400*1.25 + 100*10) / 1e6
+	metrics := res.State["turn_metrics"].([]any)
+	if len(metrics) != 4 || math.Abs(metrics[0].(map[string]any)["cost_usd"].(float64)-first) > 1e-12 {
+		t.Fatalf("turn_metrics %v; want 4, the first costing %v", metrics, first)
+	}
+	m := metrics[3].(map[string]any)
+	if m["node"] != "summarize" || m["phase"] != "synthesis" || m["model"] != "tiny" || m["call"] != int64(4) {
+		t.Errorf("last metric %v", m)
+	}
+	var sum float64
+	for _, m := range metrics {
+		sum += m.(map[string]any)["cost_usd"].(float64)
+	}
+	if math.Abs(sum-u.CostUSD) > 1e-12 {
+		t.Errorf("metrics cost %v, run cost %v", sum, u.CostUSD)
+	}
+}
+
+// TestLLMSkip checks that a skipped synthesis makes no call.
+func TestLLMSkip(t *testing.T) {
+	script := []dsl.Reply{{Node: "ask", Text: "nothing to do"}}
+	res, err := engine(t).Run(context.Background(), compileAgent(t, agentSrc, script), "t", nil)
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if res.Usage.LLMCalls != 1 || res.State["llm_phase"] != "synthesis" || res.State["summary"] != nil {
+		t.Errorf("usage %+v, phase %v, summary %v", res.Usage, res.State["llm_phase"], res.State["summary"])
+	}
+}
+
+// TestStructuredOutputSpent checks that 3 methods × 2 attempts bound the
+// tries, and that the failure says so.
+func TestStructuredOutputSpent(t *testing.T) {
+	script := []dsl.Reply{{Node: "ask", ToolCalls: []dsl.ScriptedCall{{Name: "remember", Args: map[string]any{"note": "x"}}}}, {Node: "ask", Text: "ok"}}
+	for range 6 {
+		script = append(script, dsl.Reply{Node: "summarize", Output: map[string]any{"answer": "five"}})
+	}
+	res, err := engine(t).Run(context.Background(), compileAgent(t, agentSrc, script), "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "no valid structured reply after 3 methods × 2 attempts") {
+		t.Fatalf("status %s, error %+v", res.Status, res.Error)
+	}
+	if res.Usage.LLMCalls != 8 {
+		t.Errorf("%d LLM calls, want 8", res.Usage.LLMCalls)
+	}
+}
+
+// TestProviderErrorRetry checks that a provider's 429 goes through the
+// node's retry policy and that a spent policy names provider, model and
+// cause.
+func TestProviderErrorRetry(t *testing.T) {
+	src := strings.Replace(agentSrc, "    with: {tools: [remember], phase: initial, stream: true}\n",
+		"    with: {tools: [remember], phase: initial}\n    retry: {max_attempts: 2, backoff: 1ms}\n", 1)
+	limited := dsl.Reply{Node: "ask", Error: &dsl.ScriptedError{Status: 429, Message: "rate limited"}}
+	for _, tc := range []struct {
+		name   string
+		script []dsl.Reply
+		status string
+	}{
+		{"recovers", []dsl.Reply{limited, {Node: "ask", Text: "fine"}}, runner.StatusCompleted},
+		{"spent", []dsl.Reply{limited, limited}, runner.StatusFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := engine(t).Run(context.Background(), compileAgent(t, src, tc.script), "t", nil)
+			if err != nil || res.Status != tc.status {
+				t.Fatalf("run: %v, status %s, error %+v", err, res.Status, res.Error)
+			}
+			if res.Error != nil && res.Error.Message != "node ask failed: scripted model tiny: HTTP 429: rate limited (after 2 attempts)" {
+				t.Errorf("error %q", res.Error.Message)
+			}
+		})
+	}
+}
+
+// TestBudgetLayers checks that an agent's budget overrides the pipeline's
+// defaults field by field, and the compile options (RUNNER_BUDGET_*)
+// override both.
+func TestBudgetLayers(t *testing.T) {
+	src := strings.Replace(agentSrc, "limits: {max_steps: 20}", "limits: {max_steps: 20}\nbudget: {max_llm_calls: 1, max_tool_calls: 7, on_exceed: summarize}", 1)
+	src = strings.Replace(src, "skills: [arith]\n", "skills: [arith]\nbudget: {max_llm_calls: 3, timeout: 1m}\n", 1)
+	docs, diags := dsl.Parse("agent.yaml", []byte(src))
+	c, proj := checked(t, docs, diags)
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"],
+		Provider: builtins.Providers([]dsl.Reply{}), Budget: dsl.Budget{MaxTokens: 900, OnExceed: "fail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runner.Budget{MaxLLMCalls: 3, MaxToolCalls: 7, Timeout: time.Minute, MaxTokens: 900, OnExceed: "fail"}
+	if g.Budget != want {
+		t.Errorf("budget %+v, want %+v", g.Budget, want)
+	}
+}

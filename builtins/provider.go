@@ -1,0 +1,78 @@
+package builtins
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+)
+
+// Endpoint is where a provider sends its requests. APIKey is the key
+// itself, read from the model's api_key_env; it is sent in a header and
+// never appears in errors, events or checkpoints.
+type Endpoint struct {
+	BaseURL string
+	APIKey  string
+	// Client is the HTTP client (default http.DefaultClient).
+	Client *http.Client
+}
+
+// Providers returns the compiler's provider factory. With a script, every
+// model answers from it, so an agent runs without an API key; without
+// one, each model calls its provider with the key from its api_key_env.
+func Providers(script []dsl.Reply) func(*dsl.ModelDef) (runner.Provider, error) {
+	if script != nil {
+		return func(*dsl.ModelDef) (runner.Provider, error) { return Scripted(script), nil }
+	}
+	return func(m *dsl.ModelDef) (runner.Provider, error) {
+		if m.Provider == "scripted" {
+			return nil, fmt.Errorf("model %s is scripted: give its replies with --script FILE (exec) or script: (Test)", m.Name)
+		}
+		e := Endpoint{BaseURL: m.BaseURL}
+		if m.APIKeyEnv != "" {
+			if e.APIKey = os.Getenv(m.APIKeyEnv); e.APIKey == "" {
+				return nil, fmt.Errorf("model %s: environment variable %s is not set; set it to the %s API key, or run with --script FILE for scripted replies",
+					m.Name, m.APIKeyEnv, m.Provider)
+			}
+		}
+		switch m.Provider {
+		case "openai":
+			return NewOpenAI(e), nil
+		case "anthropic":
+			return NewAnthropic(e), nil
+		}
+		return nil, fmt.Errorf("model %s: unknown provider %q", m.Name, m.Provider)
+	}
+}
+
+// classify marks provider errors that retrying cannot fix — client errors
+// other than 408, 409 and 429 — as permanent.
+func classify(pe *runner.ProviderError) error {
+	switch s := pe.Status; {
+	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests:
+		return pe
+	case s >= 400 && s < 500:
+		return runner.Permanent(pe)
+	}
+	return pe
+}
+
+// retryAfter reads the wait a response asks for: Retry-After-Ms (OpenAI's),
+// else Retry-After in seconds or as an HTTP date; 0 when absent.
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.Atoi(h.Get("Retry-After-Ms")); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
