@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -34,7 +33,7 @@ func (s scripted) Chat(ctx context.Context, req *runner.ChatRequest) (*runner.Ch
 	if r.Node != "" && r.Node != req.Node {
 		return nil, runner.Permanent(fail(0, fmt.Errorf("reply %d of the script is for node %s, but node %s is calling", req.Call+1, r.Node, req.Node)))
 	}
-	if err := sleep(ctx, r.Delay); err != nil {
+	if err := runner.Sleep(ctx, r.Delay); err != nil {
 		return nil, fail(0, err)
 	}
 	if e := r.Error; e != nil {
@@ -114,19 +113,5 @@ func stream(onToken func(string), text string) {
 		}
 		onToken(text[:i])
 		text = text[i:]
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -107,12 +107,12 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	if err != nil {
 		return nil, err
 	}
-	b := proj.Pipelines[name].Budget
+	b := proj.Pipelines[name].Budget.Runtime()
 	if a := opt.Agent; a != nil {
-		b = b.Over(a.Budget)
+		b = b.Over(a.Budget.Runtime())
 		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
 	}
-	g.Budget = b.Over(opt.Budget).Runtime()
+	g.Budget = b.Over(opt.Budget.Runtime())
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
 	return g, nil

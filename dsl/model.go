@@ -221,27 +221,6 @@ type Budget struct {
 	OnExceed     string        `yaml:"on_exceed"`
 }
 
-// Over returns b with every field o sets replacing b's.
-func (b Budget) Over(o Budget) Budget {
-	setIf(&b.MaxTokens, o.MaxTokens)
-	setIf(&b.MaxCostUSD, o.MaxCostUSD)
-	setIf(&b.MaxIter, o.MaxIter)
-	setIf(&b.MaxSteps, o.MaxSteps)
-	setIf(&b.MaxLLMCalls, o.MaxLLMCalls)
-	setIf(&b.MaxToolCalls, o.MaxToolCalls)
-	setIf(&b.Timeout, o.Timeout)
-	if o.OnExceed != "" {
-		b.OnExceed = o.OnExceed
-	}
-	return b
-}
-
-func setIf[T int | int64 | float64 | time.Duration](dst *T, v T) {
-	if v > 0 {
-		*dst = v
-	}
-}
-
 // Runtime is the budget as the runner enforces it.
 func (b Budget) Runtime() runner.Budget {
 	return runner.Budget{MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD, MaxIterations: b.MaxIter, MaxSteps: b.MaxSteps,

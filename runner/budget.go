@@ -206,18 +206,29 @@ func (m *meter) extend(value any) (bool, error) {
 	if x.Approved != nil && !*x.Approved {
 		return false, nil
 	}
-	b := &m.budget
-	setIf(&b.MaxTokens, x.MaxTokens)
-	setIf(&b.MaxCostUSD, x.MaxCostUSD)
-	setIf(&b.MaxIterations, x.MaxIterations)
-	setIf(&b.MaxSteps, x.MaxSteps)
-	setIf(&b.MaxLLMCalls, x.MaxLLMCalls)
-	setIf(&b.MaxToolCalls, x.MaxToolCalls)
+	m.budget = m.budget.Over(Budget{MaxTokens: x.MaxTokens, MaxCostUSD: x.MaxCostUSD, MaxIterations: x.MaxIterations,
+		MaxSteps: x.MaxSteps, MaxLLMCalls: x.MaxLLMCalls, MaxToolCalls: x.MaxToolCalls})
 	m.extended, m.dirty = true, true
 	return true, nil
 }
 
-func setIf[T int | int64 | float64](dst *T, v T) {
+// Over returns b with every limit o sets, and its policy if set, replacing
+// b's.
+func (b Budget) Over(o Budget) Budget {
+	setIf(&b.MaxTokens, o.MaxTokens)
+	setIf(&b.MaxCostUSD, o.MaxCostUSD)
+	setIf(&b.MaxIterations, o.MaxIterations)
+	setIf(&b.MaxSteps, o.MaxSteps)
+	setIf(&b.MaxLLMCalls, o.MaxLLMCalls)
+	setIf(&b.MaxToolCalls, o.MaxToolCalls)
+	setIf(&b.Timeout, o.Timeout)
+	if o.OnExceed != "" {
+		b.OnExceed = o.OnExceed
+	}
+	return b
+}
+
+func setIf[T int | int64 | float64 | time.Duration](dst *T, v T) {
 	if v > 0 {
 		*dst = v
 	}

@@ -164,3 +164,26 @@ func TestUsageSurvivesResume(t *testing.T) {
 type cond func(map[string]any) bool
 
 func (c cond) EvalBool(vars map[string]any) (bool, error) { return c(vars), nil }
+
+// TestChildSharesBudget checks that a child thread spends from its
+// parent's budget: its calls count in the parent's usage and limits.
+func TestChildSharesBudget(t *testing.T) {
+	child := spendGraph(runner.Budget{})
+	parent := &runner.Graph{Name: "parent", Start: "sub", Hash: "p", Budget: runner.Budget{MaxLLMCalls: 4},
+		Fields: map[string]runner.Field{"status": {Reducer: runner.Replace}},
+		Nodes: map[string]*runner.Step{"sub": {Name: "sub", Node: fn(func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+			res, err := in.Run.Child(ctx, child, "sub", nil, nil)
+			if err != nil {
+				return nil, err
+			}
+			return runner.Update{"status": res.Status}, nil
+		}), Routes: []runner.Route{{To: runner.End}}}},
+	}
+	res, err := (&runner.Engine{Store: newStore(t)}).Run(context.Background(), parent, "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State["status"] != runner.StatusFailed || res.Usage.LLMCalls != 4 {
+		t.Fatalf("child status %v, parent usage %+v; want the child stopped by the parent's 4 LLM calls", res.State["status"], res.Usage)
+	}
+}

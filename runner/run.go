@@ -142,7 +142,7 @@ func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 			return upd, err
 		}
 		r.emit(EventError, s.Name, map[string]any{"error": err.Error(), "attempt": a, "retrying": true})
-		if err := sleep(ctx, max(s.Retry.backoff(a), retryAfter(err))); err != nil {
+		if err := Sleep(ctx, max(s.Retry.backoff(a), retryAfter(err))); err != nil {
 			return nil, err
 		}
 	}
@@ -212,7 +212,8 @@ func (p Retry) backoff(a int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (returning its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}

@@ -152,14 +152,8 @@ func mocks(proj *dsl.Project, ms map[string]dsl.Mock) (map[string]runner.Tool, e
 	for name, m := range ms {
 		var err error
 		out[name], err = builtins.Checked(proj.Tools[name], runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
-			if m.Delay > 0 {
-				t := time.NewTimer(m.Delay)
-				defer t.Stop()
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-t.C:
-				}
+			if err := runner.Sleep(ctx, m.Delay); err != nil {
+				return nil, err
 			}
 			if m.Error != "" {
 				return nil, errors.New(m.Error)
