@@ -6,10 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,58 +18,14 @@ import (
 const anthropicKey = "sk-ant-t3st-k3y"
 
 // anthropicAPI is a fake Messages API endpoint: it answers with a scripted
-// reply and keeps the last request it received.
-type anthropicAPI struct {
-	mu     sync.Mutex
-	calls  int
-	path   string
-	header http.Header
-	body   map[string]any
-}
-
-// last is the last request's path, headers and decoded body.
-func (a *anthropicAPI) last() (string, http.Header, map[string]any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.path, a.header, a.body
-}
-
-// callCount is the number of requests received.
-func (a *anthropicAPI) callCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls
-}
 
 // anthropicServe starts a fake endpoint answering with reply and returns
 // a provider pointed at it.
-func anthropicServe(t *testing.T, reply http.HandlerFunc) (runner.Provider, *anthropicAPI) {
+func anthropicServe(t *testing.T, reply http.HandlerFunc) (runner.Provider, *apiRecord) {
 	t.Helper()
-	api := &anthropicAPI{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		api.mu.Lock()
-		api.calls++
-		api.path, api.header, api.body = r.URL.Path, r.Header.Clone(), body
-		api.mu.Unlock()
-		reply(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, api := serveAPI(t, reply)
 	p := builtins.NewAnthropic(builtins.Endpoint{BaseURL: srv.URL, APIKey: anthropicKey, Client: srv.Client()})
 	return p, api
-}
-
-// anthropicReply answers with status, a JSON body and header pairs.
-func anthropicReply(status int, body string, header ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
 }
 
 // anthropicSSE answers with an event stream.
@@ -109,7 +63,7 @@ const anthropicTextReply = `{
 }`
 
 func TestAnthropicRequestAndTextReply(t *testing.T) {
-	p, api := anthropicServe(t, anthropicReply(200, anthropicTextReply))
+	p, api := anthropicServe(t, jsonReply(200, anthropicTextReply))
 	temp, topP := 0.2, 0.9
 	req := &runner.ChatRequest{
 		Model: "claude-test",
@@ -186,7 +140,7 @@ func TestAnthropicRequestAndTextReply(t *testing.T) {
 }
 
 func TestAnthropicToolUseReply(t *testing.T) {
-	p, _ := anthropicServe(t, anthropicReply(200, `{
+	p, _ := anthropicServe(t, jsonReply(200, `{
 	  "id": "msg_02", "type": "message", "role": "assistant", "model": "claude-test",
 	  "content": [
 	    {"type": "text", "text": "Checking both."},
@@ -220,7 +174,7 @@ func TestAnthropicStructuredOutput(t *testing.T) {
 		{"unnamed schema", "", "respond"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, api := anthropicServe(t, anthropicReply(200, `{
+			p, api := anthropicServe(t, jsonReply(200, `{
 			  "id": "msg_03", "type": "message", "role": "assistant", "model": "claude-test",
 			  "content": [{"type": "tool_use", "id": "toolu_s", "name": "`+tc.wantTool+`", "input": {"fraud": true}}],
 			  "stop_reason": "tool_use", "stop_sequence": null,
@@ -355,7 +309,7 @@ func TestAnthropicErrors(t *testing.T) {
 	}
 	// echoKey is a 401 whose message quotes the key the client sent.
 	echoKey := func(w http.ResponseWriter, r *http.Request) {
-		anthropicReply(401, errorBody("authentication_error", "invalid x-api-key "+r.Header.Get("X-Api-Key")))(w, r)
+		jsonReply(401, errorBody("authentication_error", "invalid x-api-key "+r.Header.Get("X-Api-Key")))(w, r)
 	}
 	truncated := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -374,23 +328,23 @@ func TestAnthropicErrors(t *testing.T) {
 		wantPermanent  bool
 		wantMsg        string
 	}{
-		{name: "429 rate limited", reply: anthropicReply(429, errorBody("rate_limit_error", "Slow down"), "Retry-After", "3"),
+		{name: "429 rate limited", reply: jsonReply(429, errorBody("rate_limit_error", "Slow down"), "Retry-After", "3"),
 			wantStatus: 429, wantRetryAfter: 3 * time.Second, wantMsg: "HTTP 429: rate_limit_error: Slow down"},
-		{name: "429 streamed", reply: anthropicReply(429, errorBody("rate_limit_error", "Slow down"), "Retry-After", "3"), stream: true,
+		{name: "429 streamed", reply: jsonReply(429, errorBody("rate_limit_error", "Slow down"), "Retry-After", "3"), stream: true,
 			wantStatus: 429, wantRetryAfter: 3 * time.Second, wantMsg: "rate_limit_error: Slow down"},
-		{name: "400 bad request", reply: anthropicReply(400, errorBody("invalid_request_error", "max_tokens: too large")),
+		{name: "400 bad request", reply: jsonReply(400, errorBody("invalid_request_error", "max_tokens: too large")),
 			wantStatus: 400, wantPermanent: true, wantMsg: "anthropic model claude-test: HTTP 400: invalid_request_error: max_tokens: too large"},
 		{name: "401 echoing the key", reply: echoKey,
 			wantStatus: 401, wantPermanent: true, wantMsg: "authentication_error: invalid x-api-key ***"},
-		{name: "500 server error", reply: anthropicReply(500, errorBody("api_error", "Internal server error")),
+		{name: "500 server error", reply: jsonReply(500, errorBody("api_error", "Internal server error")),
 			wantStatus: 500, wantMsg: "api_error: Internal server error"},
-		{name: "529 overloaded", reply: anthropicReply(529, errorBody("overloaded_error", "Overloaded")),
+		{name: "529 overloaded", reply: jsonReply(529, errorBody("overloaded_error", "Overloaded")),
 			wantStatus: 529, wantMsg: "HTTP 529: overloaded_error: Overloaded"},
 		{name: "non-JSON error body", reply: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(502)
 			_, _ = io.WriteString(w, "<html>bad gateway</html>")
 		}, wantStatus: 502, wantMsg: "HTTP 502: <html>bad gateway</html>"},
-		{name: "malformed JSON", reply: anthropicReply(200, `{"id": "msg", "content": [}`), wantMsg: "invalid character"},
+		{name: "malformed JSON", reply: jsonReply(200, `{"id": "msg", "content": [}`), wantMsg: "invalid character"},
 		{name: "truncated body", reply: truncated, wantMsg: "unexpected EOF"},
 		{name: "stream closed before message_stop", reply: anthropicSSE(anthropicStream[:strings.Index(anthropicStream, "event: message_delta")]),
 			stream: true, wantMsg: "stream ended before message_stop"},
@@ -433,7 +387,7 @@ func TestAnthropicErrors(t *testing.T) {
 
 func TestAnthropicRetryAfterDate(t *testing.T) {
 	at := time.Now().Add(10 * time.Second).UTC().Format(http.TimeFormat)
-	p, _ := anthropicServe(t, anthropicReply(429, `{"type":"error","error":{"type":"rate_limit_error","message":"Slow down"}}`, "Retry-After", at))
+	p, _ := anthropicServe(t, jsonReply(429, `{"type":"error","error":{"type":"rate_limit_error","message":"Slow down"}}`, "Retry-After", at))
 	_, err := p.Chat(context.Background(), &runner.ChatRequest{Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}})
 	var pe *runner.ProviderError
 	if !errors.As(err, &pe) {
@@ -458,7 +412,7 @@ func TestAnthropicBadRequestMessages(t *testing.T) {
 		{"unknown role", runner.Message{Role: "developer", Content: "x"}, `message 1: role "developer" is not system, user, assistant or tool`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, api := anthropicServe(t, anthropicReply(200, anthropicTextReply))
+			p, api := anthropicServe(t, jsonReply(200, anthropicTextReply))
 			_, err := p.Chat(context.Background(), &runner.ChatRequest{
 				Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}, tc.msg},
 			})

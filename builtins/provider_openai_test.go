@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,49 +20,14 @@ import (
 const openAIKey = "sk-proj-t3st+k3y"
 
 // openAIAPI is a fake Chat Completions endpoint: it answers with a
-// scripted reply and keeps the last request it received.
-type openAIAPI struct {
-	mu     sync.Mutex
-	path   string
-	header http.Header
-	body   map[string]any
-}
-
-// last is the last request's path, headers and decoded body.
-func (a *openAIAPI) last() (string, http.Header, map[string]any) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.path, a.header, a.body
-}
 
 // openAIServe starts a fake endpoint answering with reply and returns a
 // provider pointed at it with key.
-func openAIServe(t *testing.T, key string, reply http.HandlerFunc) (runner.Provider, *openAIAPI) {
+func openAIServe(t *testing.T, key string, reply http.HandlerFunc) (runner.Provider, *apiRecord) {
 	t.Helper()
-	api := &openAIAPI{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		api.mu.Lock()
-		api.path, api.header, api.body = r.URL.Path, r.Header.Clone(), body
-		api.mu.Unlock()
-		reply(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, api := serveAPI(t, reply)
 	p := builtins.NewOpenAI(builtins.Endpoint{BaseURL: srv.URL + "/v1", APIKey: key, Client: srv.Client()})
 	return p, api
-}
-
-// openAIReply answers with status, a JSON body and header pairs.
-func openAIReply(status int, body string, header ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
 }
 
 // openAISSE answers with an event stream of data events, one flushed
@@ -132,7 +96,7 @@ const openAITextReply = `{
 }`
 
 func TestOpenAIRequestAndTextReply(t *testing.T) {
-	p, api := openAIServe(t, openAIKey, openAIReply(200, openAITextReply))
+	p, api := openAIServe(t, openAIKey, jsonReply(200, openAITextReply))
 	seed := int64(7)
 	req := &runner.ChatRequest{
 		Model: "gpt-test",
@@ -200,7 +164,7 @@ func TestOpenAIRequestAndTextReply(t *testing.T) {
 }
 
 func TestOpenAIMinimalRequest(t *testing.T) {
-	p, api := openAIServe(t, openAIKey, openAIReply(200, openAITextReply))
+	p, api := openAIServe(t, openAIKey, jsonReply(200, openAITextReply))
 	req := &runner.ChatRequest{Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}}
 	if _, err := p.Chat(context.Background(), req); err != nil {
 		t.Fatalf("Chat: %v", err)
@@ -216,7 +180,7 @@ func TestOpenAIMinimalRequest(t *testing.T) {
 }
 
 func TestOpenAIToolCallReply(t *testing.T) {
-	p, _ := openAIServe(t, openAIKey, openAIReply(200, `{
+	p, _ := openAIServe(t, openAIKey, jsonReply(200, `{
 	  "id": "chatcmpl-2", "object": "chat.completion", "created": 1700000000, "model": "gpt-test",
 	  "choices": [{"index": 0, "logprobs": null, "finish_reason": "tool_calls",
 	    "message": {"role": "assistant", "content": null, "refusal": null, "annotations": [], "tool_calls": [
@@ -313,7 +277,7 @@ func TestOpenAIStreaming(t *testing.T) {
 func openAIAuthEcho(status int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		msg, _ := json.Marshal("Incorrect API key provided: " + r.Header.Get("Authorization"))
-		openAIReply(status, `{"error":{"message":`+string(msg)+`,"type":"invalid_request_error","code":"invalid_api_key"}}`)(w, r)
+		jsonReply(status, `{"error":{"message":`+string(msg)+`,"type":"invalid_request_error","code":"invalid_api_key"}}`)(w, r)
 	}
 }
 
@@ -345,20 +309,20 @@ func TestOpenAIErrors(t *testing.T) {
 		wantPermanent  bool
 	}{{
 		name:           "429 with Retry-After seconds",
-		reply:          openAIReply(429, `{"error":{"message":"Rate limit reached for gpt-test.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "Retry-After", "2"),
+		reply:          jsonReply(429, `{"error":{"message":"Rate limit reached for gpt-test.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "Retry-After", "2"),
 		wantErr:        prefix + "HTTP 429: Rate limit reached for gpt-test.",
 		wantStatus:     429,
 		wantRetryAfter: 2 * time.Second,
 	}, {
 		name:           "429 with retry-after-ms, streamed",
-		reply:          openAIReply(429, `{"error":{"message":"Slow down.","type":"requests"}}`, "Retry-After", "2", "Retry-After-Ms", "1500"),
+		reply:          jsonReply(429, `{"error":{"message":"Slow down.","type":"requests"}}`, "Retry-After", "2", "Retry-After-Ms", "1500"),
 		stream:         true,
 		wantErr:        prefix + "HTTP 429: Slow down.",
 		wantStatus:     429,
 		wantRetryAfter: 1500 * time.Millisecond,
 	}, {
 		name:       "500 with the server's message",
-		reply:      openAIReply(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`),
+		reply:      jsonReply(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`),
 		wantErr:    prefix + "HTTP 500: The server had an error while processing your request.",
 		wantStatus: 500,
 	}, {
@@ -370,17 +334,17 @@ func TestOpenAIErrors(t *testing.T) {
 		wantStatus: 502,
 	}, {
 		name:       "408 is retried",
-		reply:      openAIReply(408, `{"error":{"message":"Request timed out."}}`),
+		reply:      jsonReply(408, `{"error":{"message":"Request timed out."}}`),
 		wantErr:    prefix + "HTTP 408: Request timed out.",
 		wantStatus: 408,
 	}, {
 		name:       "409 is retried",
-		reply:      openAIReply(409, `{"error":{"message":"Conflict."}}`),
+		reply:      jsonReply(409, `{"error":{"message":"Conflict."}}`),
 		wantErr:    prefix + "HTTP 409: Conflict.",
 		wantStatus: 409,
 	}, {
 		name:          "400 is permanent",
-		reply:         openAIReply(400, `{"error":{"message":"Unsupported parameter: 'max_tokens'.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`),
+		reply:         jsonReply(400, `{"error":{"message":"Unsupported parameter: 'max_tokens'.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`),
 		wantErr:       prefix + "HTTP 400: Unsupported parameter: 'max_tokens'.",
 		wantStatus:    400,
 		wantPermanent: true,
@@ -399,13 +363,13 @@ func TestOpenAIErrors(t *testing.T) {
 		wantPermanent: true,
 	}, {
 		name:          "404 with a plain string error, as some servers send",
-		reply:         openAIReply(404, `{"error":"model \"gpt-test\" not found, try pulling it first"}`),
+		reply:         jsonReply(404, `{"error":"model \"gpt-test\" not found, try pulling it first"}`),
 		wantErr:       prefix + `HTTP 404: model "gpt-test" not found, try pulling it first`,
 		wantStatus:    404,
 		wantPermanent: true,
 	}, {
 		name:          "422 with a top-level message",
-		reply:         openAIReply(422, `{"object":"error","message":"max_tokens must be at least 1","type":"BadRequestError","code":422}`),
+		reply:         jsonReply(422, `{"object":"error","message":"max_tokens must be at least 1","type":"BadRequestError","code":422}`),
 		wantErr:       prefix + "HTTP 422: max_tokens must be at least 1",
 		wantStatus:    422,
 		wantPermanent: true,
@@ -420,11 +384,11 @@ func TestOpenAIErrors(t *testing.T) {
 		wantErr: "unexpected EOF",
 	}, {
 		name:    "malformed JSON",
-		reply:   openAIReply(200, `{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}]`),
+		reply:   jsonReply(200, `{"id":"chatcmpl-1","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"}}]`),
 		wantErr: "error parsing response json",
 	}, {
 		name:    "no choices",
-		reply:   openAIReply(200, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test","choices":[]}`),
+		reply:   jsonReply(200, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test","choices":[]}`),
 		wantErr: prefix + "response has no choices",
 	}, {
 		name:    "stream cut short without [DONE]",
@@ -496,7 +460,7 @@ func openAICheckError(t *testing.T, err error, want string) {
 
 func TestOpenAIRetryAfterDate(t *testing.T) {
 	at := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
-	p, _ := openAIServe(t, openAIKey, openAIReply(503, `{"error":{"message":"busy"}}`, "Retry-After", at))
+	p, _ := openAIServe(t, openAIKey, jsonReply(503, `{"error":{"message":"busy"}}`, "Retry-After", at))
 	_, err := p.Chat(context.Background(), &runner.ChatRequest{Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}})
 	var pe *runner.ProviderError
 	if !errors.As(err, &pe) {
@@ -540,7 +504,7 @@ func TestOpenAIDeadline(t *testing.T) {
 }
 
 func TestOpenAIBadRole(t *testing.T) {
-	p, _ := openAIServe(t, openAIKey, openAIReply(200, openAITextReply))
+	p, _ := openAIServe(t, openAIKey, jsonReply(200, openAITextReply))
 	req := &runner.ChatRequest{Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}, {Role: "robot"}}}
 	_, err := p.Chat(context.Background(), req)
 	if err == nil {
@@ -572,7 +536,7 @@ func TestOpenAIDefaultsIgnoreEnvironment(t *testing.T) {
 	var url, auth, org string
 	client := &http.Client{Transport: openAIRoundTrip(func(w http.ResponseWriter, r *http.Request) {
 		url, auth, org = r.URL.String(), r.Header.Get("Authorization"), r.Header.Get("OpenAI-Organization")
-		openAIReply(200, openAITextReply)(w, r)
+		jsonReply(200, openAITextReply)(w, r)
 	})}
 	p := builtins.NewOpenAI(builtins.Endpoint{Client: client})
 	if _, err := p.Chat(context.Background(), &runner.ChatRequest{Model: "m", Messages: []runner.Message{{Role: "user", Content: "hi"}}}); err != nil {
