@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -70,9 +71,13 @@ type meter struct {
 	mu     sync.Mutex
 	budget Budget
 	usage  RunUsage
-	// dirty: changed since the last checkpoint; extended: a human raised
-	// the budget, which is then checkpointed too.
-	dirty, extended bool
+	// version counts changes, so the step loop refreshes what expressions
+	// see, and checkpoints record the usage, only when it changed; saved
+	// is the version last checkpointed.
+	version atomic.Uint64
+	saved   uint64
+	// extended: a human raised the budget, which is then checkpointed too.
+	extended bool
 }
 
 // limit is one budget compared with its usage.
@@ -110,7 +115,7 @@ func (m *meter) charge(kind string) (int, error) {
 	if e := m.over(kind); e != nil {
 		return 0, Permanent(e)
 	}
-	m.dirty = true
+	m.version.Add(1)
 	switch kind {
 	case "llm":
 		m.usage.LLMCalls++
@@ -149,7 +154,7 @@ func (r *Run) Spend(u Usage, costUSD float64) {
 	m.usage.OutputTokens += u.OutputTokens
 	m.usage.CachedInputTokens += u.CachedInputTokens
 	m.usage.CostUSD += costUSD
-	m.dirty = true
+	m.version.Add(1)
 }
 
 // Usage returns what the run has spent so far.
@@ -208,7 +213,8 @@ func (m *meter) extend(value any) (bool, error) {
 	}
 	m.budget = m.budget.Over(Budget{MaxTokens: x.MaxTokens, MaxCostUSD: x.MaxCostUSD, MaxIterations: x.MaxIterations,
 		MaxSteps: x.MaxSteps, MaxLLMCalls: x.MaxLLMCalls, MaxToolCalls: x.MaxToolCalls})
-	m.extended, m.dirty = true, true
+	m.extended = true
+	m.version.Add(1)
 	return true, nil
 }
 
@@ -245,12 +251,17 @@ func (r *Run) stepBudget() *BudgetError {
 	return nil
 }
 
-// syncBudget refreshes what expressions see as budget.
+// syncBudget refreshes what expressions see as budget: the step count,
+// and the usage when it changed since the last refresh.
 func (r *Run) syncBudget(steps int) {
-	u := r.Usage()
 	b := r.budget
-	b["steps"], b["tokens_used"], b["cost_usd"] = steps, u.Tokens(), u.CostUSD
-	b["iterations"], b["llm_calls"], b["tool_calls"] = u.Iterations, u.LLMCalls, u.ToolCalls
+	b["steps"] = steps
+	if v := r.meter.version.Load(); v != r.synced {
+		r.synced = v
+		u := r.Usage()
+		b["tokens_used"], b["cost_usd"] = u.Tokens(), u.CostUSD
+		b["iterations"], b["llm_calls"], b["tool_calls"] = u.Iterations, u.LLMCalls, u.ToolCalls
+	}
 }
 
 // restore continues counting from a checkpoint's usage and budget.
@@ -287,11 +298,16 @@ func toFloat(v any) float64 {
 	return f
 }
 
-// record returns what a checkpoint keeps of the meter and marks it clean.
-func (m *meter) record() (*RunUsage, *Budget) {
+// record returns what a checkpoint keeps of the meter: nothing when it
+// has not changed since the last checkpoint, unless snap asks for it.
+func (m *meter) record(snap bool) (*RunUsage, *Budget) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dirty = false
+	v := m.version.Load()
+	if !snap && v == m.saved {
+		return nil, nil
+	}
+	m.saved = v
 	u := m.usage
 	if !m.extended {
 		return &u, nil

@@ -52,9 +52,8 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, CreatedAt: r.now()}
 	m := meta{Error: c.err}
-	metered := r.ownsMeter && (snap || r.meter.dirty)
-	if metered {
-		m.Usage, m.Budget = r.meter.record()
+	if r.ownsMeter {
+		m.Usage, m.Budget = r.meter.record(snap)
 	}
 	var err error
 	if snap {
@@ -66,7 +65,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
-	if err == nil && (snap || c.err != nil || metered) {
+	if err == nil && (snap || c.err != nil || m.Usage != nil) {
 		cp.Meta, err = json.Marshal(m)
 	}
 	if err != nil {

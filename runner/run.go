@@ -23,8 +23,9 @@ type Run struct {
 	vars      map[string]any
 	budget    map[string]any // the expressions' view of meter
 	meter     *meter
-	ownsMeter bool // false in a child thread: its parent checkpoints the usage
-	routed    bool // max_steps already took its on_exceed route
+	ownsMeter bool   // false in a child thread: its parent checkpoints the usage
+	synced    uint64 // the meter version budget shows
+	routed    bool   // max_steps already took its on_exceed route
 	in        Input
 	path      []string
 }
@@ -48,9 +49,18 @@ type delivery struct{ value any }
 // when set, goes to the first node.
 func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
 	g := r.Graph
-	ctx, cancel := r.deadlines(ctx)
-	defer cancel()
-	r.budget = map[string]any{}
+	if g.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
+		defer cancel()
+	}
+	if t := r.meter.budget.Timeout; t > 0 && r.ownsMeter {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
+		defer cancel()
+	}
+	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
+	r.syncBudget(r.step)
 	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state}
 	for cur != End {
 		if err := ctx.Err(); err != nil {
@@ -69,7 +79,6 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 			r.emit(EventError, cur, map[string]any{"error": be.Error(), "route": p})
 			cur = p
 		}
-		r.syncBudget(r.step)
 		next, err := r.step1(ctx, &state, cur, resume)
 		resume = nil
 		if err != nil {
@@ -271,24 +280,4 @@ func (r *Run) errorUpdate(err error) Update {
 		return Update{errorField: err.Error()}
 	}
 	return Update{}
-}
-
-// deadlines bounds ctx by the pipeline's timeout and the budget's.
-func (r *Run) deadlines(ctx context.Context) (context.Context, context.CancelFunc) {
-	var cancels []context.CancelFunc
-	if t := r.Graph.Timeout; t > 0 {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeout(ctx, t)
-		cancels = append(cancels, c)
-	}
-	if t := r.meter.budget.Timeout; t > 0 && r.ownsMeter {
-		var c context.CancelFunc
-		ctx, c = context.WithTimeoutCause(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
-		cancels = append(cancels, c)
-	}
-	return ctx, func() {
-		for _, c := range cancels {
-			c()
-		}
-	}
 }
