@@ -274,28 +274,27 @@ func (m *meter) restore(md *meta) {
 	}
 }
 
-func isBudgetInterrupt(cp *store.Checkpoint) bool {
+// budgetInterrupt returns the exceeded budget a checkpoint's pending
+// interrupt is about, or nil when it is not a budget interrupt.
+func budgetInterrupt(cp *store.Checkpoint) *BudgetError {
 	var intr Interrupt
-	return json.Unmarshal(cp.Interrupt, &intr) == nil && intr.Kind == KindBudget
+	if json.Unmarshal(cp.Interrupt, &intr) != nil || intr.Kind != KindBudget {
+		return nil
+	}
+	limit, _, _ := number(intr.Payload["limit"])
+	used, _, _ := number(intr.Payload["used"])
+	return &BudgetError{Budget: fmt.Sprint(intr.Payload["budget"]), Limit: limit, Used: used}
 }
 
 // resumeBudget applies the resume value of a budget interrupt: new limits
 // let the run go on (nil result: the node runs afresh); a refusal fails
 // the thread.
-func (r *Run) resumeBudget(ctx context.Context, state State, last *store.Checkpoint, value any) (*Result, error) {
+func (r *Run) resumeBudget(ctx context.Context, state State, node string, be *BudgetError, value any) (*Result, error) {
 	ok, err := r.meter.extend(value)
 	if err != nil || ok {
 		return nil, err
 	}
-	var intr Interrupt
-	_ = json.Unmarshal(last.Interrupt, &intr)
-	be := &BudgetError{Budget: fmt.Sprint(intr.Payload["budget"]), Limit: toFloat(intr.Payload["limit"]), Used: toFloat(intr.Payload["used"])}
-	return r.fail(ctx, state, last.Next, budgetFailure(r.Graph.Name, last.Next, be))
-}
-
-func toFloat(v any) float64 {
-	f, _ := v.(float64)
-	return f
+	return r.fail(ctx, state, node, budgetFailure(r.Graph.Name, node, be))
 }
 
 // record returns what a checkpoint keeps of the meter: nothing when it

@@ -83,6 +83,31 @@ func TestBudgetTimeout(t *testing.T) {
 	}
 }
 
+// TestBudgetTimeoutInterrupt checks that a spent timeout budget pauses
+// the thread under on_exceed: interrupt, and that the resume gets a fresh
+// window.
+func TestBudgetTimeoutInterrupt(t *testing.T) {
+	g := spendGraph(runner.Budget{Timeout: 20 * time.Millisecond, OnExceed: runner.OnExceedInterrupt})
+	slow := true
+	g.Nodes["work"].Node = fn(func(ctx context.Context, _ *runner.Input) (runner.Update, error) {
+		if slow {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return runner.Update{"n": 10}, nil
+	})
+	e := &runner.Engine{Store: newStore(t)}
+	res, err := e.Run(context.Background(), g, "t", nil)
+	if err != nil || res.Status != runner.StatusInterrupted || res.Interrupt.Payload["budget"] != "timeout" {
+		t.Fatalf("run: %v, status %s, interrupt %+v; want a timeout budget interrupt", err, res.Status, res.Interrupt)
+	}
+	slow = false
+	res, err = e.Resume(context.Background(), g, "t", runner.ResumeOptions{Value: map[string]any{"approved": true}})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("resume: %v, status %s, error %+v", err, res.Status, res.Error)
+	}
+}
+
 func TestBudgetRoute(t *testing.T) {
 	for _, b := range []runner.Budget{{MaxTokens: 400, OnExceed: "report"}, {MaxSteps: 4, OnExceed: "report"}} {
 		res, err := (&runner.Engine{Store: newStore(t)}).Run(context.Background(), spendGraph(b), "t", nil)
@@ -124,7 +149,7 @@ func TestBudgetInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != runner.StatusFailed || res.Error.Code != "budget_exceeded" {
+	if res.Status != runner.StatusFailed || res.Error.Code != "budget_exceeded" || !strings.Contains(res.Error.Message, "budget max_tokens exceeded: used 900 of 900") {
 		t.Fatalf("refused extension: status %s, error %+v", res.Status, res.Error)
 	}
 }

@@ -109,14 +109,14 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		r.meter.restore(meta)
 	}
 	var resume *delivery
-	switch {
-	case last.Status != StatusInterrupted:
-	case isBudgetInterrupt(last):
-		if res, err := r.resumeBudget(ctx, state, last, opt.Value); res != nil || err != nil {
-			return res, err
+	if last.Status == StatusInterrupted {
+		if be := budgetInterrupt(last); be != nil {
+			if res, err := r.resumeBudget(ctx, state, last.Next, be, opt.Value); res != nil || err != nil {
+				return res, err
+			}
+		} else {
+			resume = &delivery{opt.Value}
 		}
-	default:
-		resume = &delivery{opt.Value}
 	}
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
 	return r.loop(ctx, state, last.Next, resume)
