@@ -157,7 +157,7 @@ func (n *llmNode) Run(ctx context.Context, in *runner.Input) (runner.Update, err
 	if n.phase {
 		upd[phaseField] = n.cfg.Phase
 	}
-	if skip, err := evalSkip(n.cfg.Skip.Program, vars); err != nil || skip {
+	if skip, err := evalCond(n.cfg.Skip.Program, vars, false, "skip"); err != nil || skip {
 		n.clearPending(upd)
 		return upd, err
 	}
@@ -195,7 +195,7 @@ func (n *llmNode) converse(ctx context.Context, in *runner.Input, c *caller, msg
 	if n.pending != "" {
 		upd[n.pending] = callValues(resp.Message.ToolCalls)
 	} else if len(resp.Message.ToolCalls) > 0 {
-		return runner.Permanent(fmt.Errorf("the model asked for tools %v, but the pipeline has no %s field to hold the calls", names(resp.Message.ToolCalls), pendingField))
+		return runner.Permanent(fmt.Errorf("the model asked for tools %v, but the pipeline has no %s field to hold the calls", namesOf(resp.Message.ToolCalls, func(c runner.ToolCallRequest) string { return c.Name }), pendingField))
 	}
 	return nil
 }
@@ -258,21 +258,15 @@ func hasSystem(msgs []runner.Message) bool {
 	return false
 }
 
-func evalSkip(p *dsl.Program, vars map[string]any) (bool, error) {
+// evalCond evaluates an optional condition, absent when it is not set;
+// what names it in an error.
+func evalCond(p *dsl.Program, vars map[string]any, absent bool, what string) (bool, error) {
 	if p == nil {
-		return false, nil
+		return absent, nil
 	}
 	ok, err := p.EvalBool(vars)
 	if err != nil {
-		return false, runner.Permanent(fmt.Errorf("skip: %w", err))
+		return false, runner.Permanent(fmt.Errorf("%s: %w", what, err))
 	}
 	return ok, nil
-}
-
-func names(calls []runner.ToolCallRequest) []string {
-	out := make([]string, 0, len(calls))
-	for _, c := range calls {
-		out = append(out, c.Name)
-	}
-	return out
 }

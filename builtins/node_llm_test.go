@@ -270,3 +270,32 @@ func TestBudgetLayers(t *testing.T) {
 		t.Errorf("budget %+v, want %+v", g.Budget, want)
 	}
 }
+
+// TestDynamicSkills loads a skill named in the state: its context reaches
+// the prompt and its tools the model and the tools node; a name that is no
+// skill fails the node.
+func TestDynamicSkills(t *testing.T) {
+	src := strings.Replace(agentSrc, "skills: [arith]\n", "", 1)
+	src = strings.Replace(src, "  summary: {type: object}\n", "  summary: {type: object}\n  injected_skill_ids: {type: array, items: {type: string}}\n", 1)
+	src = strings.Replace(src, "with: {user: state.user}", "with: {user: state.user, skills: state.injected_skill_ids}", 1)
+	src = strings.Replace(src, "with: {tools: [remember], phase: initial, stream: true}", "with: {tools: [remember], skills: state.injected_skill_ids, phase: initial}", 1)
+	script := []dsl.Reply{
+		{Node: "ask", ToolCalls: []dsl.ScriptedCall{{ID: "c1", Name: "add", Args: map[string]any{"a": 2, "b": 3}}}},
+		{Node: "ask", Text: "5"},
+	}
+	res, err := engine(t).Run(context.Background(), compileAgent(t, src, script), "t", map[string]any{"injected_skill_ids": []any{"arith"}})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	msgs := res.State["messages"].([]any)
+	if got := msgs[1].(map[string]any)["content"]; got != "Numbers for user." {
+		t.Errorf("skill context %q", got)
+	}
+	if got := msgs[3].(map[string]any)["content"]; got != "5" {
+		t.Errorf("add's tool message %q, want 5", got)
+	}
+	res, err = engine(t).Run(context.Background(), compileAgent(t, src, script), "t", map[string]any{"injected_skill_ids": []any{"nope"}})
+	if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, `skills: no skill named "nope"`) {
+		t.Fatalf("unknown skill: %v %+v", err, res.Error)
+	}
+}

@@ -239,7 +239,7 @@ type plannerLLM struct {
 // be fallen back from.
 func (l *plannerLLM) decide(ctx context.Context, in *runner.Input, upd runner.Update) (map[string]any, string, error) {
 	vars := in.Vars()
-	if use, err := evalWhen(l.cfg.When.Program, vars); err != nil || !use {
+	if use, err := evalCond(l.cfg.When.Program, vars, true, "llm.when"); err != nil || !use {
 		return nil, "llm.when is false", err
 	}
 	d, why, err := l.ask(ctx, in, vars, upd)
@@ -333,18 +333,6 @@ func mustPropagate(ctx context.Context, err error) bool {
 	var be *runner.BudgetError
 	var intr *runner.Interrupt
 	return ctx.Err() != nil || errors.As(err, &be) || errors.As(err, &intr)
-}
-
-// evalWhen evaluates an optional condition (absent is true).
-func evalWhen(p *dsl.Program, vars map[string]any) (bool, error) {
-	if p == nil {
-		return true, nil
-	}
-	ok, err := p.EvalBool(vars)
-	if err != nil {
-		return false, runner.Permanent(fmt.Errorf("llm.when: %w", err))
-	}
-	return ok, nil
 }
 
 // toInt reads a JSON-like integer (nil is 0).

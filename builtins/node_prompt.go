@@ -3,7 +3,6 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/runner-dev/runner/dsl"
@@ -50,17 +49,9 @@ const promptID = "prompt:"
 
 func buildPrompt(cfg any, b *dsl.Build) (runner.Node, error) {
 	c := cfg.(*PromptConfig)
-	n := &promptNode{cfg: c, persona: persona(b, c.Persona), skills: map[string]*dsl.SkillDef{}, agent: map[string]any{}}
+	n := &promptNode{cfg: c, persona: persona(b, c.Persona), skills: newSkillSet(b, c.Skills.Program), agent: map[string]any{}}
 	if a := b.Agent; a != nil {
-		n.static = requiredSkills(b, a.Skills)
 		n.agent = map[string]any{"name": a.Name, "model": a.Model, "skills": toAny(a.Skills)}
-	}
-	loadable := n.static
-	if c.Skills.Program != nil {
-		loadable = sortedKeys(b.Project.Skills)
-	}
-	for _, s := range loadable {
-		n.skills[s] = b.Skill(s)
 	}
 	return n, nil
 }
@@ -88,8 +79,7 @@ type promptNode struct {
 	cfg     *PromptConfig
 	persona string
 	agent   map[string]any
-	static  []string
-	skills  map[string]*dsl.SkillDef
+	skills  *skillSet
 }
 
 // Run renders the system messages.
@@ -102,13 +92,13 @@ func (n *promptNode) Run(_ context.Context, in *runner.Input) (runner.Update, er
 	user := identity(u)
 	base := map[string]any{"id": promptID + "base", "role": "system", "content": n.persona + "\n\n" + userBlock(user), "cache": true}
 	msgs := []any{base}
-	loaded, err := n.loaded(vars)
+	loaded, err := n.skills.loaded(vars)
 	if err != nil {
 		return nil, runner.Permanent(err)
 	}
 	tvars := map[string]any{"state": in.State, "agent": n.agent, "user": user}
 	for _, name := range loaded {
-		for i, t := range n.skills[name].Context {
+		for i, t := range n.skills.defs[name].Context {
 			text, err := t.Render(tvars)
 			if err != nil {
 				return nil, runner.Permanent(fmt.Errorf("skill %s: context %d: %w", name, i+1, err))
@@ -117,26 +107,6 @@ func (n *promptNode) Run(_ context.Context, in *runner.Input) (runner.Update, er
 		}
 	}
 	return runner.Update{n.cfg.Messages.Name: msgs}, nil
-}
-
-// loaded is the agent's skills followed by those loaded at run time.
-func (n *promptNode) loaded(vars map[string]any) ([]string, error) {
-	out := append([]string(nil), n.static...)
-	v, err := evalOr(n.cfg.Skills.Program, vars, nil)
-	if err != nil {
-		return nil, fmt.Errorf("skills: %w", err)
-	}
-	list, _ := v.([]any)
-	for _, s := range list {
-		name := fmt.Sprint(s)
-		if n.skills[name] == nil {
-			return nil, fmt.Errorf("skills: no skill named %q", name)
-		}
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
 }
 
 // identity is the user's name and role; the name falls back to "user".

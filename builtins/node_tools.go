@@ -122,7 +122,7 @@ func (n *toolsNode) call(ctx context.Context, in *runner.Input, visible []*runne
 		}
 	}
 	if spec == nil {
-		return nil, nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(specNames(visible), ", "))
+		return nil, nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(namesOf(visible, func(s *runner.ToolSpec) string { return s.Name }), ", "))
 	}
 	args := map[string]any{}
 	if strings.TrimSpace(call.Args) != "" {
@@ -186,12 +186,4 @@ func (n *toolsNode) count(state runner.State, upd runner.Update) {
 			upd[f] = toInt(state[f]) + 1
 		}
 	}
-}
-
-func specNames(specs []*runner.ToolSpec) []string {
-	out := make([]string, 0, len(specs))
-	for _, s := range specs {
-		out = append(out, s.Name)
-	}
-	return out
 }

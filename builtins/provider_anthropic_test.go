@@ -2,7 +2,6 @@ package builtins_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -33,25 +32,6 @@ func anthropicSSE(body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, body)
-	}
-}
-
-// anthropicDecode decodes a JSON literal of the test.
-func anthropicDecode(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("bad JSON in test: %v\n%s", err, s)
-	}
-	return v
-}
-
-// anthropicAssertField compares one field of the request body with JSON want.
-func anthropicAssertField(t *testing.T, body map[string]any, field, want string) {
-	t.Helper()
-	got, _ := json.Marshal(body[field])
-	if !reflect.DeepEqual(body[field], anthropicDecode(t, want)) {
-		t.Errorf("request %s:\n got %s\nwant %s", field, got, want)
 	}
 }
 
@@ -103,17 +83,17 @@ func TestAnthropicRequestAndTextReply(t *testing.T) {
 	if header.Get("Anthropic-Version") == "" {
 		t.Error("no anthropic-version header")
 	}
-	anthropicAssertField(t, body, "model", `"claude-test"`)
-	anthropicAssertField(t, body, "max_tokens", `4096`)
-	anthropicAssertField(t, body, "temperature", `0.2`)
-	anthropicAssertField(t, body, "top_p", `0.9`)
-	anthropicAssertField(t, body, "stop_sequences", `["END"]`)
-	anthropicAssertField(t, body, "stream", `null`)
-	anthropicAssertField(t, body, "system", `[
+	assertField(t, body, "model", `"claude-test"`)
+	assertField(t, body, "max_tokens", `4096`)
+	assertField(t, body, "temperature", `0.2`)
+	assertField(t, body, "top_p", `0.9`)
+	assertField(t, body, "stop_sequences", `["END"]`)
+	assertField(t, body, "stream", `null`)
+	assertField(t, body, "system", `[
 	  {"type": "text", "text": "You are a fraud analyst.", "cache_control": {"type": "ephemeral"}},
 	  {"type": "text", "text": "Answer briefly."},
 	  {"type": "text", "text": "Skill: fraud rules."}]`)
-	anthropicAssertField(t, body, "messages", `[
+	assertField(t, body, "messages", `[
 	  {"role": "user", "content": [{"type": "text", "text": "Check tx 7."}]},
 	  {"role": "assistant", "content": [
 	    {"type": "text", "text": "Looking."},
@@ -123,11 +103,11 @@ func TestAnthropicRequestAndTextReply(t *testing.T) {
 	    {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "{\"amount\":12}"}]},
 	    {"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "noon"}]},
 	    {"type": "text", "text": "And?"}]}]`)
-	anthropicAssertField(t, body, "tools", `[
+	assertField(t, body, "tools", `[
 	  {"name": "lookup", "description": "Look a transaction up.", "input_schema":
 	    {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
 	  {"name": "now", "input_schema": {"type": "object", "properties": {}}}]`)
-	anthropicAssertField(t, body, "tool_choice", `null`)
+	assertField(t, body, "tool_choice", `null`)
 
 	want := &runner.ChatResponse{
 		Message:      runner.Message{Role: "assistant", Content: "Hello there"},
@@ -189,13 +169,13 @@ func TestAnthropicStructuredOutput(t *testing.T) {
 				t.Fatalf("Chat: %v", err)
 			}
 			_, _, body := api.last()
-			anthropicAssertField(t, body, "tool_choice", `{"type": "tool", "name": "`+tc.wantTool+`"}`)
+			assertField(t, body, "tool_choice", `{"type": "tool", "name": "`+tc.wantTool+`"}`)
 			tools, _ := body["tools"].([]any)
 			if len(tools) != 1 {
 				t.Fatalf("request tools = %v, want the schema tool", body["tools"])
 			}
 			tool, _ := tools[0].(map[string]any)
-			if tool["name"] != tc.wantTool || !reflect.DeepEqual(tool["input_schema"], anthropicDecode(t, `{"type": "object", "properties": {"fraud": {"type": "boolean"}}}`)) {
+			if tool["name"] != tc.wantTool || !reflect.DeepEqual(tool["input_schema"], decodeJSON(t, `{"type": "object", "properties": {"fraud": {"type": "boolean"}}}`)) {
 				t.Errorf("schema tool = %v, want %s with the schema as input_schema", tool, tc.wantTool)
 			}
 			want := runner.Message{Role: "assistant", Content: `{"fraud": true}`}
@@ -267,7 +247,7 @@ func TestAnthropicStreaming(t *testing.T) {
 		t.Fatalf("Chat: %v", err)
 	}
 	_, _, body := api.last()
-	anthropicAssertField(t, body, "stream", `true`)
+	assertField(t, body, "stream", `true`)
 	if want := []string{"Hel", "lo", ", world"}; !reflect.DeepEqual(tokens, want) {
 		t.Errorf("tokens = %q, want %q", tokens, want)
 	}
@@ -296,8 +276,8 @@ func TestAnthropicLongCallIsStreamed(t *testing.T) {
 		t.Fatalf("Chat: %v", err)
 	}
 	_, _, body := api.last()
-	anthropicAssertField(t, body, "stream", `true`)
-	anthropicAssertField(t, body, "max_tokens", `64000`)
+	assertField(t, body, "stream", `true`)
+	assertField(t, body, "max_tokens", `64000`)
 	if resp.Message.Content != "Hello, world" {
 		t.Errorf("content = %q, want %q", resp.Message.Content, "Hello, world")
 	}

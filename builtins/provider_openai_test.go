@@ -59,30 +59,6 @@ const openAIUsageChunk = `{"id":"chatcmpl-7","object":"chat.completion.chunk","c
 	`"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":9,"total_tokens":49,` +
 	`"prompt_tokens_details":{"cached_tokens":32,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`
 
-// openAIJSON decodes a JSON literal of the test.
-func openAIJSON(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("bad JSON in test: %v\n%s", err, s)
-	}
-	return v
-}
-
-// openAIAssertField compares one field of the request body with JSON
-// want; want "" means the field must be absent.
-func openAIAssertField(t *testing.T, body map[string]any, field, want string) {
-	t.Helper()
-	got, present := body[field]
-	gotJSON, _ := json.Marshal(got)
-	switch {
-	case want == "" && present:
-		t.Errorf("request %s = %s, want it absent", field, gotJSON)
-	case want != "" && !reflect.DeepEqual(got, openAIJSON(t, want)):
-		t.Errorf("request %s:\n got %s\nwant %s", field, gotJSON, want)
-	}
-}
-
 func openAIFloat(v float64) *float64 { return &v }
 
 const openAITextReply = `{
@@ -159,7 +135,7 @@ func TestOpenAIRequestAndTextReply(t *testing.T) {
 		"stream_options":        "",
 		"max_completion_tokens": "",
 	} {
-		openAIAssertField(t, body, field, want)
+		assertField(t, body, field, want)
 	}
 }
 
@@ -266,8 +242,8 @@ func TestOpenAIStreaming(t *testing.T) {
 				t.Errorf("response:\n got %+v\nwant %+v", resp, tt.want)
 			}
 			_, _, body := api.last()
-			openAIAssertField(t, body, "stream", `true`)
-			openAIAssertField(t, body, "stream_options", `{"include_usage": true}`)
+			assertField(t, body, "stream", `true`)
+			assertField(t, body, "stream_options", `{"include_usage": true}`)
 		})
 	}
 }

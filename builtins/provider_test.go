@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"testing"
 )
@@ -59,5 +60,29 @@ func jsonReply(status int, body string, header ...string) http.HandlerFunc {
 		}
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)
+	}
+}
+
+// decodeJSON decodes a JSON literal of a test.
+func decodeJSON(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("bad JSON in test: %v\n%s", err, s)
+	}
+	return v
+}
+
+// assertField compares one field of a request body with JSON want; want
+// "" means the field must be absent.
+func assertField(t *testing.T, body map[string]any, field, want string) {
+	t.Helper()
+	got, present := body[field]
+	gotJSON, _ := json.Marshal(got)
+	switch {
+	case want == "" && present:
+		t.Errorf("request %s = %s, want it absent", field, gotJSON)
+	case want != "" && !reflect.DeepEqual(got, decodeJSON(t, want)):
+		t.Errorf("request %s:\n got %s\nwant %s", field, gotJSON, want)
 	}
 }
