@@ -184,7 +184,7 @@ func compileShipped(b *testing.B, name string) *runner.Graph {
 	}
 	// An empty script: every planner LLM call fails at once and the
 	// deterministic fallback decides, as without a model server.
-	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.Providers([]dsl.Reply{})})
+	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

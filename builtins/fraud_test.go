@@ -33,7 +33,7 @@ func shippedGraph(t *testing.T, name string) *runner.Graph {
 	t.Helper()
 	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
 	c, proj := checked(t, docs, diags)
-	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.Providers([]dsl.Reply{})})
+	g, err := c.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func compileAgent(t *testing.T, src string, script []dsl.Reply) *runner.Graph {
 	t.Helper()
 	docs, diags := dsl.Parse("agent.yaml", []byte(src))
 	c, proj := checked(t, docs, diags)
-	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"], Provider: builtins.Providers(script)})
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"], Provider: builtins.ScriptedProviders(script)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestBudgetLayers(t *testing.T) {
 	docs, diags := dsl.Parse("agent.yaml", []byte(src))
 	c, proj := checked(t, docs, diags)
 	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"],
-		Provider: builtins.Providers([]dsl.Reply{}), Budget: dsl.Budget{MaxTokens: 900, OnExceed: "fail"}})
+		Provider: builtins.ScriptedProviders(nil), Budget: dsl.Budget{MaxTokens: 900, OnExceed: "fail"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func runPlanner(ctx context.Context, t *testing.T, agent string, script []dsl.Re
 	t.Helper()
 	docs, diags := dsl.Parse("planner.yaml", []byte(plannerSrc))
 	c, proj := checked(t, docs, diags)
-	g, err := c.Compile(proj, "plan", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent], Provider: builtins.Providers(script)})
+	g, err := c.Compile(proj, "plan", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent], Provider: builtins.ScriptedProviders(script)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,13 +21,17 @@ type Endpoint struct {
 	Client *http.Client
 }
 
-// Providers returns the compiler's provider factory. With a script, every
-// model answers from it, so an agent runs without an API key; without
-// one, each model calls its provider with the key from its api_key_env.
-func Providers(script []dsl.Reply) func(*dsl.ModelDef) (runner.Provider, error) {
-	if script != nil {
-		return func(*dsl.ModelDef) (runner.Provider, error) { return Scripted(script), nil }
-	}
+// ScriptedProviders returns a provider factory under which every model
+// answers from script (exec --script, Test documents), so an agent runs
+// without an API key; an empty script makes every LLM call fail.
+func ScriptedProviders(script []dsl.Reply) func(*dsl.ModelDef) (runner.Provider, error) {
+	p := Scripted(script)
+	return func(*dsl.ModelDef) (runner.Provider, error) { return p, nil }
+}
+
+// Providers returns the compiler's provider factory: each model calls its
+// provider, with the key from its api_key_env.
+func Providers() func(*dsl.ModelDef) (runner.Provider, error) {
 	return func(m *dsl.ModelDef) (runner.Provider, error) {
 		if m.Provider == "scripted" {
 			return nil, fmt.Errorf("model %s is scripted: give its replies with --script FILE (exec) or script: (Test)", m.Name)

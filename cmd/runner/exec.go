@@ -203,15 +203,13 @@ func compileTarget(cmd *cobra.Command, cfg *Config, name string) (*target, error
 	if err != nil {
 		return nil, err
 	}
-	opt := dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[name], Budget: cfg.Budget}
+	opt := dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[name], Budget: cfg.Budget, Provider: builtins.Providers()}
 	if file, _ := cmd.Flags().GetString("script"); file != "" {
 		script, err := dsl.LoadScript(file)
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		opt.Provider = builtins.Providers(script)
-	} else {
-		opt.Provider = builtins.Providers(nil)
+		opt.Provider = builtins.ScriptedProviders(script)
 	}
 	pipeline := name
 	if opt.Agent != nil {

@@ -82,7 +82,7 @@ func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *ds
 		return []string{err.Error()}
 	}
 	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Mocks: ms,
-		Agent: proj.Agents[t.Agent], Provider: builtins.Providers(append([]dsl.Reply{}, t.Script...))})
+		Agent: proj.Agents[t.Agent], Provider: builtins.ScriptedProviders(t.Script)})
 	if err != nil {
 		return []string{err.Error()}
 	}
