@@ -27,6 +27,7 @@ state:
   notes: {type: array, items: {type: string}, reducer: append, default: []}
   user: {type: object}
   summary: {type: object}
+  tool_results: {type: array, reducer: append}
 limits: {max_steps: 20}
 start: system
 nodes:
@@ -43,7 +44,7 @@ nodes:
       - to: summarize
   act:
     type: tools
-    with: {count: iteration}
+    with: {count: iteration, record: tool_results}
     next:
       - when: state.llm_phase == "synthesis"
         to: summarize
@@ -161,6 +162,9 @@ func TestAgentLoop(t *testing.T) {
 	}
 	if res.State["summary"].(map[string]any)["answer"] != int64(5) || res.State["iteration"] != int64(1) || len(res.State["notes"].([]any)) != 1 {
 		t.Errorf("summary %v, iteration %v, notes %v", res.State["summary"], res.State["iteration"], res.State["notes"])
+	}
+	if rec := res.State["tool_results"].([]any); len(rec) != 4 || rec[1].(map[string]any)["output"] != "noted" {
+		t.Errorf("tool_results %v; want 4 records, the state-aware tool's output as the model saw it", rec)
 	}
 	if strings.Join(tokens, "") != "The sum is 5." || len(tokens) < 2 {
 		t.Errorf("streamed tokens %q", tokens)

@@ -95,12 +95,15 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 	var msgs, records []any
 	for i, call := range callsOf(in.State[n.cfg.Pending.Name]) {
 		start := in.Run.Now()
-		args, out, err := n.call(ctx, in, visible, call, i)
+		args, out, st, err := n.call(ctx, in, visible, call, i)
 		if err != nil && mustStop(ctx, err) {
 			return nil, err
 		}
-		content, err := n.result(call, out, err, upd)
-		msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call.ID, "name": call.Name, "content": content})
+		for k, v := range st {
+			upd[k] = v
+		}
+		text, err := content(call.Name, out, err)
+		msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call.ID, "name": call.Name, "content": text})
 		records = append(records, execution(call.Name, args, out, err, start, in.Run.Now()))
 	}
 	upd[n.cfg.Pending.Name] = []any{}
@@ -112,9 +115,10 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 	return upd, nil
 }
 
-// call parses a call's arguments and runs it; an unknown tool or bad
+// call parses a call's arguments and runs it, returning its output and,
+// for a state-aware tool, its state updates; an unknown tool or bad
 // arguments are the call's error, for the model to see.
-func (n *toolsNode) call(ctx context.Context, in *runner.Input, visible []*runner.ToolSpec, call runner.ToolCallRequest, i int) (map[string]any, any, error) {
+func (n *toolsNode) call(ctx context.Context, in *runner.Input, visible []*runner.ToolSpec, call runner.ToolCallRequest, i int) (args map[string]any, out any, st map[string]any, err error) {
 	var spec *runner.ToolSpec
 	for _, s := range visible {
 		if s.Name == call.Name {
@@ -122,59 +126,49 @@ func (n *toolsNode) call(ctx context.Context, in *runner.Input, visible []*runne
 		}
 	}
 	if spec == nil {
-		return nil, nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(namesOf(visible, func(s *runner.ToolSpec) string { return s.Name }), ", "))
+		return nil, nil, nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(namesOf(visible, func(s *runner.ToolSpec) string { return s.Name }), ", "))
 	}
-	args := map[string]any{}
+	args = map[string]any{}
 	if strings.TrimSpace(call.Args) != "" {
 		v, err := runner.DecodeJSON([]byte(call.Args))
 		m, ok := v.(map[string]any)
 		if err != nil || !ok {
-			return nil, nil, fmt.Errorf("tool %s: the arguments are not a JSON object: %.200q", call.Name, call.Args)
+			return nil, nil, nil, fmt.Errorf("tool %s: the arguments are not a JSON object: %.200q", call.Name, call.Args)
 		}
 		args = m
 	}
-	out, err := callTool(ctx, in.Run, spec, args, in.State, n.cfg.Timeout, i)
+	out, err = callTool(ctx, in.Run, spec, args, in.State, n.cfg.Timeout, i)
 	if err == nil && spec.UpdatesState {
-		out, err = stateAware(spec.Name, out)
+		out, st, err = stateAware(spec.Name, out)
 	}
-	return args, out, err
+	return args, out, st, err
 }
 
-// result is a call's tool-message content; a state-aware tool's state
-// updates are added to upd.
-func (n *toolsNode) result(call runner.ToolCallRequest, out any, callErr error, upd runner.Update) (string, error) {
+// content is a call's tool-message content: the output as text, or the
+// error.
+func content(tool string, out any, callErr error) (string, error) {
 	if callErr != nil {
 		return "error: " + callErr.Error(), callErr
-	}
-	if sa, ok := out.(stateful); ok {
-		for k, v := range sa.state {
-			upd[k] = v
-		}
-		out = sa.output
 	}
 	if s, ok := out.(string); ok {
 		return s, nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return "", fmt.Errorf("tool %s: output: %w", call.Name, err)
+		return "", fmt.Errorf("tool %s: output: %w", tool, err)
 	}
 	return string(b), nil
 }
 
-// stateful is a state-aware tool's result.
-type stateful struct {
-	output any
-	state  map[string]any
-}
-
-func stateAware(name string, out any) (any, error) {
+// stateAware splits a state-aware tool's result into its output and its
+// state updates.
+func stateAware(name string, out any) (any, map[string]any, error) {
 	m, ok := out.(map[string]any)
 	st, ok2 := m["state"].(map[string]any)
 	if !ok || (m["state"] != nil && !ok2) {
-		return nil, runner.Permanent(fmt.Errorf("tool %s updates state, so it must return {output, state: {...}}, not %T", name, out))
+		return nil, nil, runner.Permanent(fmt.Errorf("tool %s updates state, so it must return {output, state: {...}}, not %T", name, out))
 	}
-	return stateful{output: m["output"], state: st}, nil
+	return m["output"], st, nil
 }
 
 // count increments the Count field.
