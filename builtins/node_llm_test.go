@@ -265,7 +265,7 @@ func TestBudgetLayers(t *testing.T) {
 	docs, diags := dsl.Parse("agent.yaml", []byte(src))
 	c, proj := checked(t, docs, diags)
 	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["calc"],
-		Provider: builtins.ScriptedProviders(nil), Budget: dsl.Budget{MaxTokens: 900, OnExceed: "fail"}})
+		Provider: builtins.ScriptedProviders(nil), Budget: runner.Budget{MaxTokens: 900, OnExceed: "fail"}})
 	if err != nil {
 		t.Fatal(err)
 	}

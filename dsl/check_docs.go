@@ -34,8 +34,8 @@ func (k *check) agent(d *Document) {
 }
 
 // budget reads a document's budget: and checks its on_exceed against p.
-func (k *check) budget(d *Document, p *Pipeline) Budget {
-	var b Budget
+func (k *check) budget(d *Document, p *Pipeline) runner.Budget {
+	var b runner.Budget
 	n := d.Get("budget")
 	if n == nil {
 		return b

@@ -25,7 +25,7 @@ type CompileOptions struct {
 	// Provider builds the LLM provider of a model (builtins.Provider).
 	Provider func(*ModelDef) (runner.Provider, error)
 	// Budget overrides the agent's budget field by field (RUNNER_BUDGET_*).
-	Budget Budget
+	Budget runner.Budget
 }
 
 // Model is a model with its provider, as llm nodes call it.
@@ -107,12 +107,12 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	if err != nil {
 		return nil, err
 	}
-	b := proj.Pipelines[name].Budget.Runtime()
+	b := proj.Pipelines[name].Budget
 	if a := opt.Agent; a != nil {
-		b = b.Over(a.Budget.Runtime())
+		b = b.Over(a.Budget)
 		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
 	}
-	g.Budget = b.Over(opt.Budget.Runtime())
+	g.Budget = b.Over(opt.Budget)
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
 	return g, nil

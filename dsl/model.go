@@ -145,7 +145,7 @@ type Pipeline struct {
 	Nodes    []*Node
 	Output   map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
-	Budget Budget
+	Budget runner.Budget
 }
 
 // Node returns the node called name, or nil.
@@ -206,25 +206,7 @@ type Agent struct {
 	Skills   []string
 	Tools    []string
 	Rules    []string
-	Budget   Budget
-}
-
-// Budget bounds an agent's run; zero values are unlimited.
-type Budget struct {
-	MaxTokens    int64         `yaml:"max_tokens"`
-	MaxCostUSD   float64       `yaml:"max_cost_usd"`
-	MaxIter      int           `yaml:"max_iterations"`
-	MaxSteps     int           `yaml:"max_steps"`
-	MaxLLMCalls  int           `yaml:"max_llm_calls"`
-	MaxToolCalls int           `yaml:"max_tool_calls"`
-	Timeout      time.Duration `yaml:"timeout"`
-	OnExceed     string        `yaml:"on_exceed"`
-}
-
-// Runtime is the budget as the runner enforces it.
-func (b Budget) Runtime() runner.Budget {
-	return runner.Budget{MaxTokens: b.MaxTokens, MaxCostUSD: b.MaxCostUSD, MaxIterations: b.MaxIter, MaxSteps: b.MaxSteps,
-		MaxLLMCalls: b.MaxLLMCalls, MaxToolCalls: b.MaxToolCalls, Timeout: b.Timeout, OnExceed: b.OnExceed}
+	Budget   runner.Budget
 }
 
 // ModelDef is a checked Model document.

@@ -15,16 +15,16 @@ import (
 // Budget bounds what a run may spend; zero fields are unlimited. Unlike a
 // pipeline's hard limits, exceeding a budget follows OnExceed.
 type Budget struct {
-	MaxTokens     int64         `json:"max_tokens,omitempty"`
-	MaxCostUSD    float64       `json:"max_cost_usd,omitempty"`
-	MaxIterations int           `json:"max_iterations,omitempty"`
-	MaxSteps      int           `json:"max_steps,omitempty"`
-	MaxLLMCalls   int           `json:"max_llm_calls,omitempty"`
-	MaxToolCalls  int           `json:"max_tool_calls,omitempty"`
-	Timeout       time.Duration `json:"timeout,omitempty"`
+	MaxTokens     int64         `json:"max_tokens,omitempty" yaml:"max_tokens"`
+	MaxCostUSD    float64       `json:"max_cost_usd,omitempty" yaml:"max_cost_usd"`
+	MaxIterations int           `json:"max_iterations,omitempty" yaml:"max_iterations"`
+	MaxSteps      int           `json:"max_steps,omitempty" yaml:"max_steps"`
+	MaxLLMCalls   int           `json:"max_llm_calls,omitempty" yaml:"max_llm_calls"`
+	MaxToolCalls  int           `json:"max_tool_calls,omitempty" yaml:"max_tool_calls"`
+	Timeout       time.Duration `json:"timeout,omitempty" yaml:"timeout"`
 	// OnExceed is fail (the default), interrupt (ask a human to extend
 	// the budget) or the name of a node to route to.
-	OnExceed string `json:"on_exceed,omitempty"`
+	OnExceed string `json:"on_exceed,omitempty" yaml:"on_exceed"`
 }
 
 // On-exceed policies besides a node name.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
 )
 
 // Config is the project's settings: runner.yaml, then RUNNER_* environment
@@ -25,7 +26,7 @@ type Config struct {
 	Paths []string `koanf:"paths"`
 	// Budget overrides every agent's budget field by field
 	// (RUNNER_BUDGET_MAX_TOKENS=50000).
-	Budget dsl.Budget `koanf:"-"`
+	Budget runner.Budget `koanf:"-"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.
