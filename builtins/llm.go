@@ -22,34 +22,26 @@ type caller struct {
 	params  runner.Params
 	phase   string
 	stream  bool
+	skills  []string // loaded now: their rules apply
 	metrics []any
+	last    *runner.LLMCall
 }
 
-// chat makes one LLM call: it checks the budget, calls the provider,
-// prices the reply and records its metrics. With streaming on, each text
-// chunk is emitted as an llm_token event.
+// chat makes one LLM call through the run's call path (budget, rules,
+// the provider, usage) and keeps its metrics. With streaming on, each
+// text chunk is emitted as an llm_token event.
 func (c *caller) chat(ctx context.Context, in *runner.Input, req *runner.ChatRequest) (*runner.ChatResponse, error) {
-	call, err := in.Run.BeginLLM()
-	if err != nil {
-		return nil, err
-	}
-	req.Model, req.Params, req.Node, req.Call = c.model.Def.ID, c.params, in.Node, call
+	req.Model, req.Params = c.model.Def.ID, c.params
 	if c.stream {
 		req.OnToken = func(text string) { in.Run.Emit(runner.EventLLMToken, in.Node, map[string]any{"text": text}) }
 	}
-	start := in.Run.Now()
-	resp, err := c.model.Provider.Chat(ctx, req)
+	resp, rec, err := in.Run.CallLLM(ctx, &runner.LLMRequest{Provider: c.model.Provider, Model: c.model.Def.Name,
+		Price: c.model.Def.Pricing.Cost, Phase: c.phase, Skills: c.skills, Chat: req})
 	if err != nil {
 		return nil, err
 	}
-	cost := c.model.Def.Pricing.Cost(resp.Usage)
-	in.Run.Spend(resp.Usage, cost)
-	c.metrics = append(c.metrics, map[string]any{
-		"node": in.Node, "model": c.model.Def.Name, "phase": c.phase, "call": int64(call + 1),
-		"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens,
-		"cached_input_tokens": resp.Usage.CachedInputTokens, "cost_usd": cost,
-		"latency_ms": in.Run.Now().Sub(start).Milliseconds(),
-	})
+	c.metrics = append(c.metrics, rec.Metric())
+	c.last = rec
 	return resp, nil
 }
 
@@ -98,11 +90,11 @@ func (c *caller) structured(ctx context.Context, in *runner.Input, msgs []runner
 type outputSchema struct {
 	name string
 	doc  map[string]any
-	s    *schema
+	s    *dsl.JSONSchema
 }
 
 func newOutputSchema(name string, doc map[string]any) (*outputSchema, error) {
-	s, err := compileSchema(doc)
+	s, err := dsl.CompileJSONSchema(doc)
 	if err != nil {
 		return nil, fmt.Errorf("output_schema: %w", err)
 	}
@@ -146,7 +138,7 @@ func (s *outputSchema) parse(method string, m runner.Message) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}
-	if err := s.s.check(v); err != nil {
+	if err := s.s.Check(v); err != nil {
 		return nil, fmt.Errorf("does not satisfy the schema: %v", err)
 	}
 	return v, nil

@@ -45,7 +45,7 @@ func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	n := &interruptNode{cfg: c}
 	if c.ResumeSchema != nil {
 		var err error
-		if n.schema, err = compileSchema(c.ResumeSchema); err != nil {
+		if n.schema, err = dsl.CompileJSONSchema(c.ResumeSchema); err != nil {
 			return nil, fmt.Errorf("resume_schema: %w", err)
 		}
 	}
@@ -55,7 +55,7 @@ func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 // interruptNode pauses on its first run and, resumed, writes the value.
 type interruptNode struct {
 	cfg    *InterruptConfig
-	schema *schema
+	schema *dsl.JSONSchema
 }
 
 // Run raises the interrupt, or validates and stores the resume value.
@@ -64,7 +64,7 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 		return nil, n.interrupt(in)
 	}
 	if n.schema != nil {
-		if err := n.schema.check(in.Resume); err != nil {
+		if err := n.schema.Check(in.Resume); err != nil {
 			return nil, runner.InvalidResume(err)
 		}
 	}

@@ -177,15 +177,17 @@ func (n *llmNode) Run(ctx context.Context, in *runner.Input) (runner.Update, err
 
 // converse makes a plain call, offering the visible tools.
 func (n *llmNode) converse(ctx context.Context, in *runner.Input, c *caller, msgs []runner.Message, vars map[string]any, upd runner.Update) error {
-	tools, err := n.tools.visible(vars)
+	o, err := n.tools.visible(vars)
 	if err != nil {
 		return runner.Permanent(err)
 	}
-	resp, err := c.chat(ctx, in, &runner.ChatRequest{Messages: msgs, Tools: schemas(tools)})
+	c.skills = o.loaded
+	resp, err := c.chat(ctx, in, &runner.ChatRequest{Messages: msgs, Tools: schemas(o.tools)})
 	if err != nil {
 		return err
 	}
 	reply := messageValue(resp.Message)
+	reply["id"] = fmt.Sprintf("ai-%d", c.last.Call)
 	if n.appendReply {
 		upd[n.cfg.Messages.Name] = []any{reply}
 	}

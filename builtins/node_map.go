@@ -108,5 +108,9 @@ func (n *mapNode) call(ctx context.Context, in *runner.Input, base map[string]an
 	if err != nil {
 		return nil, err
 	}
-	return callTool(ctx, in.Run, n.spec, args, in.State, 0, i)
+	o, err := in.Run.CallTool(ctx, runner.ToolRequest{Seq: i, Spec: n.spec, Args: args})
+	if err != nil {
+		return nil, err
+	}
+	return o.Exec.Output, o.Err
 }

@@ -269,8 +269,8 @@ func TestToolNode(t *testing.T) {
 		which, status string
 		out           any
 	}{
-		{"fast", builtins.ToolSuccess, int64(42)},
-		{"slow", builtins.ToolTimedOut, nil},
+		{"fast", runner.ToolSuccess, int64(42)},
+		{"slow", runner.ToolTimedOut, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.which, func(t *testing.T) {

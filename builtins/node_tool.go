@@ -2,7 +2,6 @@ package builtins
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -61,13 +60,6 @@ var ToolNode = dsl.NodeType{
 	Build:  buildTool,
 }
 
-// Tool execution statuses.
-const (
-	ToolSuccess  = "SUCCESS"
-	ToolFailed   = "FAILED"
-	ToolTimedOut = "TIMED_OUT"
-)
-
 func buildTool(cfg any, b *dsl.Build) (runner.Node, error) {
 	c := cfg.(*ToolConfig)
 	n := &toolNode{cfg: c, tools: map[string]*runner.ToolSpec{}, args: map[string]*dsl.Program{}}
@@ -107,14 +99,14 @@ func (n *toolNode) Run(ctx context.Context, in *runner.Input) (runner.Update, er
 	if err != nil {
 		return nil, runner.Permanent(err)
 	}
-	spec := n.tools[name]
-	start := in.Run.Now()
-	out, err := callTool(ctx, in.Run, spec, args, in.State, n.cfg.Timeout, 0)
-	exec := execution(name, args, out, err, start, in.Run.Now())
-	if err != nil && (n.cfg.Fatal || mustStop(ctx, err)) {
+	o, err := in.Run.CallTool(ctx, runner.ToolRequest{Spec: n.tools[name], Args: args, Timeout: n.cfg.Timeout})
+	if err == nil && o.Err != nil && n.cfg.Fatal {
+		err = o.Err
+	}
+	if err != nil {
 		return nil, err
 	}
-	return n.update(name, out, exec, err)
+	return n.update(name, o.Exec.Output, o.Exec.Value(), o.Err)
 }
 
 // toolName is the static tool, or the selected one, which must be listed.
@@ -159,59 +151,6 @@ func (n *toolNode) update(name string, out any, exec map[string]any, callErr err
 	return upd, nil
 }
 
-// mustStop reports whether a failed tool call ends the node even where
-// failures are only recorded: a cancelled run, a spent budget or an
-// interrupt.
-func mustStop(ctx context.Context, err error) bool {
-	var be *runner.BudgetError
-	var intr *runner.Interrupt
-	return ctx.Err() != nil || errors.As(err, &be) || errors.As(err, &intr)
-}
-
-// callTool calls a tool with its timeout, emitting tool_call/tool_result;
-// n numbers the node's calls this step, for the idempotency key.
-func callTool(ctx context.Context, run *runner.Run, spec *runner.ToolSpec, args map[string]any, state runner.State, timeout time.Duration, n int) (any, error) {
-	if timeout <= 0 {
-		timeout = spec.Timeout
-	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	if err := run.BeginTool(); err != nil {
-		return nil, err
-	}
-	run.Emit(runner.EventToolCall, "", map[string]any{"tool": spec.Name, "args": args})
-	out, err := spec.Tool.Call(ctx, &runner.ToolCall{Name: spec.Name, Args: args, State: state, Key: run.Key(n)})
-	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = &runner.TimeoutError{What: "tool " + spec.Name, After: timeout}
-	}
-	run.Emit(runner.EventToolResult, "", map[string]any{"tool": spec.Name, "output": out, "error": errString(err)})
-	return out, err
-}
-
-// execution is the ToolExecution record of a call.
-func execution(name string, args map[string]any, out any, err error, start, end time.Time) map[string]any {
-	status := ToolSuccess
-	var tt *runner.TimeoutError
-	switch {
-	case errors.As(err, &tt):
-		status = ToolTimedOut
-	case err != nil:
-		status = ToolFailed
-	}
-	rec := map[string]any{
-		"tool_name": name, "input": args, "output": out, "status": status,
-		"execution_time_ms": end.Sub(start).Milliseconds(), "timestamp": start.UTC().Format(time.RFC3339Nano),
-		"error_message": nil,
-	}
-	if err != nil {
-		rec["error_message"] = err.Error()
-	}
-	return rec
-}
-
 func evalArgs(args map[string]*dsl.Program, vars map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(args))
 	for k, p := range args {
@@ -222,13 +161,6 @@ func evalArgs(args map[string]*dsl.Program, vars map[string]any) (map[string]any
 		out[k] = v
 	}
 	return out, nil
-}
-
-func errString(err error) any {
-	if err == nil {
-		return nil
-	}
-	return err.Error()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

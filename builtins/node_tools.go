@@ -3,6 +3,7 @@ package builtins
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -81,67 +82,144 @@ type toolsNode struct {
 	addCount bool // Count's reducer adds: write 1, not the new total
 }
 
-// Run calls the pending tools in order.
+// Run calls the pending tools in order, as one round: an approval gate
+// pauses the whole round before any call runs. A paused round is stripped
+// from the messages (no assistant tool call is left unanswered while the
+// thread waits) and put back, with the calls as decided, when it runs.
 func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
-	if err := in.Run.Iterate(); err != nil {
-		return nil, err
+	if !in.Resumed { // a resumed round was counted when it first ran
+		if err := in.Run.Iterate(); err != nil {
+			return nil, err
+		}
 	}
-	vars := in.Vars()
-	visible, err := n.tools.visible(vars)
+	o, err := n.tools.visible(in.Vars())
 	if err != nil {
 		return nil, runner.Permanent(err)
 	}
+	calls := callsOf(in.State[n.cfg.Pending.Name])
+	outs := make([]runner.ToolOutcome, len(calls))
+	specs := make([]*runner.ToolSpec, len(calls))
+	var reqs []runner.ToolRequest
+	var at []int // the index in calls of each request
+	for i, call := range calls {
+		req, err := n.request(o, call)
+		if err != nil {
+			outs[i] = runner.ToolOutcome{Exec: &runner.ToolExecution{ToolName: call.Name, CallID: call.ID, Status: runner.ToolFailed,
+				ErrorMessage: err.Error(), Timestamp: in.Run.Now().UTC().Format(time.RFC3339Nano)}, Err: err}
+			continue
+		}
+		reqs, at, specs[i] = append(reqs, req), append(at, i), req.Spec
+	}
+	done, err := in.Run.CallTools(ctx, reqs)
+	if intr := (*runner.Interrupt)(nil); errors.As(err, &intr) && intr.Rule != "" {
+		intr.Update = n.stripRound(in.State, calls)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for j, d := range done {
+		outs[at[j]] = d
+	}
+	return n.update(in.State, calls, specs, outs)
+}
+
+// request reads a call the model asked for: an unknown tool or arguments
+// that are not a JSON object are the call's error, for the model to see.
+func (n *toolsNode) request(o *offer, call runner.ToolCallRequest) (runner.ToolRequest, error) {
+	spec := o.find(call.Name)
+	if spec == nil {
+		return runner.ToolRequest{}, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(namesOf(o.tools, func(s *runner.ToolSpec) string { return s.Name }), ", "))
+	}
+	args := map[string]any{}
+	if strings.TrimSpace(call.Args) != "" {
+		v, err := runner.DecodeJSON([]byte(call.Args))
+		m, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return runner.ToolRequest{}, fmt.Errorf("tool %s: the arguments are not a JSON object: %.200q", call.Name, call.Args)
+		}
+		args = m
+	}
+	return o.request(call.ID, spec, args, n.cfg.Timeout), nil
+}
+
+// update is the round's result: one tool message and one record per call,
+// a state-aware tool's updates, the round's assistant message when the
+// gate had stripped it, the pending calls cleared and the count.
+func (n *toolsNode) update(state runner.State, calls []runner.ToolCallRequest, specs []*runner.ToolSpec, outs []runner.ToolOutcome) (runner.Update, error) {
 	upd := runner.Update{}
 	var msgs, records []any
-	for i, call := range callsOf(in.State[n.cfg.Pending.Name]) {
-		start := in.Run.Now()
-		args, out, st, err := n.call(ctx, in, visible, call, i)
-		if err != nil && mustStop(ctx, err) {
-			return nil, err
-		}
-		for k, v := range st {
-			upd[k] = v
+	if len(calls) > 0 && roundOf(state[n.cfg.Messages.Name], calls[0].ID) == nil {
+		msgs = append(msgs, restoredRound(calls, outs))
+	}
+	for i, call := range calls {
+		exec := *outs[i].Exec
+		out, err := exec.Output, outs[i].Err
+		if err == nil && specs[i].UpdatesState {
+			var st map[string]any
+			out, st, err = stateAware(call.Name, out)
+			for k, v := range st {
+				upd[k] = v
+			}
+			exec.Output = out // as the model sees it
 		}
 		text, err := content(call.Name, out, err)
-		msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call.ID, "name": call.Name, "content": text})
-		records = append(records, execution(call.Name, args, out, err, start, in.Run.Now()))
+		if err != nil && runner.MustStop(nil, err) {
+			return nil, err
+		}
+		msgs = append(msgs, map[string]any{"id": "tool-" + call.ID, "role": "tool", "tool_call_id": call.ID, "name": call.Name, "content": text})
+		records = append(records, exec.Value())
 	}
 	upd[n.cfg.Pending.Name] = []any{}
 	upd[n.cfg.Messages.Name] = msgs
 	if n.cfg.Record.Name != "" {
 		upd[n.cfg.Record.Name] = records
 	}
-	n.count(in.State, upd)
+	n.count(state, upd)
 	return upd, nil
 }
 
-// call parses a call's arguments and runs it, returning its output and,
-// for a state-aware tool, its state updates; an unknown tool or bad
-// arguments are the call's error, for the model to see.
-func (n *toolsNode) call(ctx context.Context, in *runner.Input, visible []*runner.ToolSpec, call runner.ToolCallRequest, i int) (args map[string]any, out any, st map[string]any, err error) {
-	var spec *runner.ToolSpec
-	for _, s := range visible {
-		if s.Name == call.Name {
-			spec = s
+// stripRound removes, as the thread pauses, the assistant message that
+// asked for the calls.
+func (n *toolsNode) stripRound(state runner.State, calls []runner.ToolCallRequest) runner.Update {
+	if len(calls) == 0 {
+		return nil
+	}
+	m := roundOf(state[n.cfg.Messages.Name], calls[0].ID)
+	if m == nil || m["id"] == nil {
+		return nil
+	}
+	return runner.Update{n.cfg.Messages.Name: []any{map[string]any{"type": "remove", "id": m["id"]}}}
+}
+
+// roundOf returns the assistant message that asked for a call.
+func roundOf(msgs any, callID string) map[string]any {
+	list, _ := msgs.([]any)
+	for i := len(list) - 1; i >= 0; i-- {
+		m, _ := list[i].(map[string]any)
+		if m["role"] != "assistant" {
+			continue
+		}
+		for _, c := range callsOf(m["tool_calls"]) {
+			if c.ID == callID {
+				return m
+			}
 		}
 	}
-	if spec == nil {
-		return nil, nil, nil, fmt.Errorf("unknown tool %q; the tools are: %s", call.Name, strings.Join(namesOf(visible, func(s *runner.ToolSpec) string { return s.Name }), ", "))
-	}
-	args = map[string]any{}
-	if strings.TrimSpace(call.Args) != "" {
-		v, err := runner.DecodeJSON([]byte(call.Args))
-		m, ok := v.(map[string]any)
-		if err != nil || !ok {
-			return nil, nil, nil, fmt.Errorf("tool %s: the arguments are not a JSON object: %.200q", call.Name, call.Args)
+	return nil
+}
+
+// restoredRound rebuilds a stripped round's assistant message from the
+// calls as they ran: the original ids, the arguments as decided.
+func restoredRound(calls []runner.ToolCallRequest, outs []runner.ToolOutcome) map[string]any {
+	rebuilt := make([]runner.ToolCallRequest, len(calls))
+	for i, c := range calls {
+		rebuilt[i] = c
+		if in := outs[i].Exec.Input; in != nil {
+			b, _ := json.Marshal(in)
+			rebuilt[i].Args = string(b)
 		}
-		args = m
 	}
-	out, err = callTool(ctx, in.Run, spec, args, in.State, n.cfg.Timeout, i)
-	if err == nil && spec.UpdatesState {
-		out, st, err = stateAware(spec.Name, out)
-	}
-	return args, out, st, err
+	return map[string]any{"id": "round-" + calls[0].ID, "role": "assistant", "content": "", "tool_calls": callValues(rebuilt)}
 }
 
 // content is a call's tool-message content: the output as text, or the

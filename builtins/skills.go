@@ -3,6 +3,7 @@ package builtins
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -119,27 +120,53 @@ func specs(b *dsl.Build, names []string) ([]*runner.ToolSpec, error) {
 	return out, nil
 }
 
+// offer is what a node offers at one moment: the visible tools, the
+// skill offering each (none for core and agent tools), the loaded skills.
+type offer struct {
+	tools  []*runner.ToolSpec
+	skill  map[string]string
+	loaded []string
+}
+
 // visible returns the tools offered in the state described by vars.
-func (ts *toolSet) visible(vars map[string]any) ([]*runner.ToolSpec, error) {
+func (ts *toolSet) visible(vars map[string]any) (*offer, error) {
 	loaded, err := ts.skills.loaded(vars)
 	if err != nil {
 		return nil, err
 	}
+	o := &offer{skill: map[string]string{}, loaded: loaded}
 	seen := map[string]bool{}
-	var out []*runner.ToolSpec
-	add := func(specs []*runner.ToolSpec) {
+	add := func(skill string, specs []*runner.ToolSpec) {
 		for _, s := range specs {
 			if !seen[s.Name] {
 				seen[s.Name] = true
-				out = append(out, s)
+				o.tools = append(o.tools, s)
+				if skill != "" {
+					o.skill[s.Name] = skill
+				}
 			}
 		}
 	}
-	add(ts.core)
+	add("", ts.core)
 	for _, s := range loaded {
-		add(ts.bySkill[s])
+		add(s, ts.bySkill[s])
 	}
-	return out, nil
+	return o, nil
+}
+
+// find returns the offered tool called name.
+func (o *offer) find(name string) *runner.ToolSpec {
+	for _, s := range o.tools {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// request is a call of an offered tool.
+func (o *offer) request(id string, spec *runner.ToolSpec, args map[string]any, timeout time.Duration) runner.ToolRequest {
+	return runner.ToolRequest{ID: id, Spec: spec, Args: args, Timeout: timeout, Skill: o.skill[spec.Name], Skills: o.loaded}
 }
 
 // schemas is what the model sees of tools.

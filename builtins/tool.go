@@ -24,7 +24,7 @@ func Tool(def *dsl.ToolDef) (runner.Tool, error) {
 // Checked returns impl behind the argument validation of def: a mock in a
 // test is held to the tool's parameters as the real tool is.
 func Checked(def *dsl.ToolDef, impl runner.Tool) (runner.Tool, error) {
-	params, err := compileSchema(def.Parameters)
+	params, err := dsl.CompileJSONSchema(def.Parameters)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: parameters: %w", def.Name, err)
 	}
@@ -47,8 +47,16 @@ func toolImpl(def *dsl.ToolDef) (runner.Tool, error) {
 // checkedTool validates a call's arguments before calling the tool.
 type checkedTool struct {
 	name   string
-	params *schema
+	params *dsl.JSONSchema
 	impl   runner.Tool
+}
+
+// CheckArgs validates arguments against the parameter schema.
+func (t *checkedTool) CheckArgs(args map[string]any) error {
+	if err := t.params.Check(args); err != nil {
+		return fmt.Errorf("tool %s: invalid arguments: %v", t.name, err)
+	}
+	return nil
 }
 
 // Call refuses arguments that do not match the parameter schema, for good:
@@ -58,8 +66,8 @@ func (t *checkedTool) Call(ctx context.Context, call *runner.ToolCall) (any, err
 	if args == nil {
 		args = map[string]any{}
 	}
-	if err := t.params.check(args); err != nil {
-		return nil, runner.Permanent(fmt.Errorf("tool %s: invalid arguments: %v", t.name, err))
+	if err := t.CheckArgs(args); err != nil {
+		return nil, runner.Permanent(err)
 	}
 	return t.impl.Call(ctx, call)
 }

@@ -29,6 +29,13 @@ func (k *check) agent(d *Document) {
 			k.bindRules(d, n, n.Value, p)
 		}
 	}
+	for _, n := range items(d.Get("skills")) {
+		if s := k.byKind[KindSkill][n.Value]; s != nil {
+			for _, rs := range items(s.Get("rules")) {
+				k.bindRules(d, n, rs.Value, p)
+			}
+		}
+	}
 	a.Budget = k.budget(d, p)
 	k.proj.Agents[a.Name] = a
 }
@@ -62,6 +69,7 @@ func (k *check) tool(d *Document) {
 	t := &ToolDef{Doc: d, Name: d.Name, Capability: scalarValue(d.Get("capability")), Builtin: scalarValue(d.Get("builtin"))}
 	t.Description = scalarValue(mapGet(d.Get("metadata"), "description"))
 	_ = decode(d.Get("mutating"), &t.Mutating)
+	_ = decode(d.Get("tags"), &t.Tags)
 	_ = decode(d.Get("updates_state"), &t.UpdatesState)
 	_ = decode(d.Get("timeout"), &t.Timeout)
 	t.Parameters = k.jsonSchema(d, d.Get("parameters"))

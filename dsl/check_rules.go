@@ -1,44 +1,84 @@
 package dsl
 
 import (
+	"reflect"
+	"slices"
+	"strings"
+
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // Triggers are the events rules fire on, with the variables each one gives
-// its conditions besides state, agent and budget.
+// its conditions besides state, input, agent and budget.
 var Triggers = map[string]map[string]*Type{
-	"before_tool_call": {"tool": toolVar},
-	"after_tool_call":  {"tool": toolVar, "result": resultVar},
-	"before_llm_call":  {"llm": llmVar},
-	"after_llm_call":   {"llm": llmVar},
-	"after_node":       {"node": ObjectOf(map[string]*Type{"name": StringType, "type": StringType})},
+	runner.BeforeToolCall: {"tool": toolVar, "skill": StringType},
+	runner.AfterToolCall:  {"tool": toolVar, "result": resultVar, "skill": StringType},
+	runner.BeforeLLMCall:  {"llm": llmVar},
+	runner.AfterLLMCall:   {"llm": llmVar},
+	runner.AfterNode:      {"node": goType(reflect.TypeFor[runner.NodeInfo]())},
 }
 
+// The variables' types are derived from the records the runtime's call
+// path fills, so a name validate accepts is a name the runtime writes.
 var (
-	toolVar = ObjectOf(map[string]*Type{
-		"name": StringType, "capability_key": StringType, "mutating": BoolType,
-		"args": {Kind: Object}, "id": StringType,
-	})
-	resultVar = ObjectOf(map[string]*Type{
-		"tool_name": StringType, "status": StringType, "output": AnyType,
-		"error": StringType, "execution_time_ms": IntegerType,
-	})
-	llmVar = ObjectOf(map[string]*Type{
-		"model": StringType, "phase": StringType, "node": StringType,
-		"tokens_in": IntegerType, "tokens_out": IntegerType, "cost_usd": NumberType,
-		"content": StringType, "tool_calls": ArrayOf(AnyType),
-	})
-	agentVar = ObjectOf(map[string]*Type{"name": StringType, "model": StringType, "skills": ArrayOf(StringType)})
+	toolVar   = goType(reflect.TypeFor[runner.ToolInfo]())
+	resultVar = goType(reflect.TypeFor[runner.ToolExecution]())
+	llmVar    = goType(reflect.TypeFor[runner.LLMCall]())
+	agentVar  = goType(reflect.TypeFor[runner.AgentInfo]())
 )
 
+// goType is the expression type of a Go record: its JSON names and kinds.
+func goType(t reflect.Type) *Type {
+	switch t.Kind() {
+	case reflect.String:
+		return StringType
+	case reflect.Bool:
+		return BoolType
+	case reflect.Int, reflect.Int64:
+		return IntegerType
+	case reflect.Float64:
+		return NumberType
+	case reflect.Slice:
+		return ArrayOf(goType(t.Elem()))
+	case reflect.Map:
+		return &Type{Kind: Object}
+	case reflect.Struct:
+		fields := map[string]*Type{}
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			fields[name] = goType(f.Type)
+		}
+		return ObjectOf(fields)
+	}
+	return AnyType
+}
+
+// actionsOn are the actions each trigger allows: a gate needs a call to
+// hold, and after_llm_call's reply is not kept across a pause.
+var actionsOn = map[string][]string{
+	runner.BeforeToolCall: {runner.ActRequireHITL, runner.ActDeny, runner.ActAbort, runner.ActSet, runner.ActNote},
+	runner.AfterToolCall:  {runner.ActRequireHITL, runner.ActDeny, runner.ActAbort, runner.ActSet, runner.ActNote},
+	runner.BeforeLLMCall:  {runner.ActRequireHITL, runner.ActDeny, runner.ActAbort, runner.ActSet, runner.ActNote},
+	runner.AfterLLMCall:   {runner.ActDeny, runner.ActAbort, runner.ActSet, runner.ActNote},
+	runner.AfterNode:      {runner.ActAbort, runner.ActSet, runner.ActNote},
+}
+
 // ruleSet checks a RuleSet: each condition against its trigger's variables
-// and the state the rule set declares, each action's writes.
+// and the state the rule set declares, each action's parameters.
 func (k *check) ruleSet(d *Document) {
-	rs := &RuleSet{Doc: d, Name: d.Name, State: objectOf(d.Get("state"))}
+	rs := &RuleSet{Doc: d, Name: d.Name, State: objectOf(d.Get("state")), Platform: scalarValue(d.Get("scope")) == "platform",
+		Tenant: scalarValue(d.Get("tenant"))}
 	lang := docLang(d, CEL)
 	envs := map[string]*Env{}
+	keys := map[string]bool{}
 	for _, r := range items(d.Get("rules")) {
 		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r)}
+		if keys[rule.Key] {
+			k.diags.Errorf(d.Pos(mapGet(r, "key")), "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
+		}
+		keys[rule.Key] = true
 		env := envs[rule.On]
 		if env == nil {
 			env = ruleEnv(rs.State, rule.On)
@@ -50,6 +90,10 @@ func (k *check) ruleSet(d *Document) {
 		}
 		pairs(mapGet(r, "do"), func(key, v *yaml.Node) {
 			rule.Action = key.Value
+			if !slices.Contains(actionsOn[rule.On], rule.Action) {
+				k.diags.Errorf(d.Pos(key), "%s cannot be taken on %s", rule.Action, rule.On).Hint =
+					"on " + rule.On + " a rule can: " + strings.Join(actionsOn[rule.On], ", ")
+			}
 			k.action(d, rs, rule, v, lang, env)
 		})
 		rs.Rules = append(rs.Rules, rule)
@@ -58,35 +102,56 @@ func (k *check) ruleSet(d *Document) {
 }
 
 func ruleEnv(state *Type, trigger string) *Env {
-	vars := map[string]*Type{"state": state, "agent": agentVar, "budget": budgetType}
+	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType}
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
 	return NewEnv(vars)
 }
 
-// action checks a rule's action parameters; set writes declared fields.
+// action checks a rule's action parameters: texts are templates over the
+// rule's variables, set writes declared fields.
 func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang Lang, env *Env) {
-	if rule.Action != "set" {
-		if v.Kind == yaml.MappingNode {
-			_ = v.Decode(&rule.Params)
-		} else {
-			rule.Params = map[string]any{"text": v.Value}
+	text := func(n *yaml.Node) *Template {
+		if n == nil {
+			return nil
 		}
-		return
+		t, ds := CompileTemplate(source(d, n, lang), env)
+		k.diags = append(k.diags, ds...)
+		return t
 	}
-	rule.Set = map[string]*Expression{}
-	pairs(v, func(f, e *yaml.Node) {
-		if _, ok := rs.State.Fields[f.Value]; !ok {
-			k.diags.Errorf(d.Pos(f), "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
-				hintOr(didYouMean(f.Value, rs.State.FieldNames()), "declare it under the rule set's state:")
+	switch rule.Action {
+	case runner.ActNote:
+		rule.Text = text(v)
+	case runner.ActDeny, runner.ActAbort:
+		rule.Text = text(mapGet(v, "reason"))
+	case runner.ActRequireHITL:
+		rule.Text = text(mapGet(v, "message"))
+		h := &runner.HITL{CheckpointType: scalarValue(mapGet(v, "checkpoint_type")), OnExpire: scalarValue(mapGet(v, "on_expire"))}
+		for _, n := range items(mapGet(v, "decisions")) {
+			h.Decisions = append(h.Decisions, n.Value)
 		}
-		rule.Set[f.Value] = &Expression{Program: k.compile(d, e, lang, env, nil), node: e}
-	})
+		if n := mapGet(v, "expires"); n != nil {
+			if err := n.Decode(&h.Expires); err != nil {
+				k.diags.Errorf(d.Pos(n), "expires: %s", cleanDecodeError(err))
+			}
+		}
+		h.ResumeSchema = k.jsonSchema(d, mapGet(v, "resume_schema"))
+		rule.HITL = h
+	case runner.ActSet:
+		rule.Set = map[string]*Expression{}
+		pairs(v, func(f, e *yaml.Node) {
+			if _, ok := rs.State.Fields[f.Value]; !ok {
+				k.diags.Errorf(d.Pos(f), "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
+					hintOr(didYouMean(f.Value, rs.State.FieldNames()), "declare it under the rule set's state:")
+			}
+			rule.Set[f.Value] = &Expression{Program: k.compile(d, e, lang, env, nil), node: e}
+		})
+	}
 }
 
-// bindRules checks that an agent's pipeline declares, with the same types,
-// every state field its rule sets declare.
+// bindRules checks that a pipeline declares, with the same types, every
+// state field a rule set declares.
 func (k *check) bindRules(d *Document, n *yaml.Node, rsName string, p *Pipeline) {
 	rs := k.proj.RuleSets[rsName]
 	if rs == nil || p == nil {
@@ -102,6 +167,18 @@ func (k *check) bindRules(d *Document, n *yaml.Node, rsName string, p *Pipeline)
 			k.diags.Errorf(d.Pos(n), "rule set %q needs state field %q as %s, but pipeline %q declares it as %s", rsName, f, want, p.Name, got)
 		}
 	}
+}
+
+// appliesTo reports whether a platform or tenant rule set applies to a
+// pipeline: it must declare every state field the rule set declares, with
+// the same types. A rule set that declares none applies everywhere.
+func (rs *RuleSet) appliesTo(p *Pipeline) bool {
+	for f, want := range rs.State.Fields {
+		if got, ok := p.State.Fields[f]; !ok || !sameType(got, want) {
+			return false
+		}
+	}
+	return true
 }
 
 func hintOr(h, alt string) string {

@@ -113,6 +113,17 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
 	}
 	g.Budget = b.Over(opt.Budget)
+	rules, err := cc.rules(proj.Pipelines[name], opt.Agent)
+	if err != nil {
+		return nil, err
+	}
+	var agent *runner.AgentInfo
+	if a := opt.Agent; a != nil {
+		agent = &runner.AgentInfo{Name: a.Name, Model: a.Model, Skills: a.Skills}
+	}
+	for _, sub := range cc.graphs { // subgraphs obey the same rules
+		sub.Rules, sub.Agent = rules, agent
+	}
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
 	return g, nil
@@ -178,7 +189,7 @@ func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
 		return nil, fmt.Errorf("no tool named %q", name)
 	}
 	spec := &runner.ToolSpec{Name: name, Description: def.Description, Parameters: def.Parameters, Capability: def.Capability,
-		Mutating: def.Mutating, UpdatesState: def.UpdatesState, Timeout: def.Timeout}
+		Mutating: def.Mutating, Tags: def.Tags, UpdatesState: def.UpdatesState, Timeout: def.Timeout}
 	var err error
 	switch {
 	case c.opt.Mocks[name] != nil:

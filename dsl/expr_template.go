@@ -170,3 +170,6 @@ func writeValue(b *strings.Builder, v any) {
 		}
 	}
 }
+
+// Eval renders the template: a template is an Evaluator of strings.
+func (t *Template) Eval(vars map[string]any) (any, error) { return t.Render(vars) }

@@ -109,6 +109,7 @@ type ToolDef struct {
 	Description  string
 	Capability   string
 	Mutating     bool
+	Tags         []string
 	UpdatesState bool
 	Timeout      time.Duration
 	// Parameters is the JSON Schema of the arguments, decoded.
@@ -257,6 +258,10 @@ type RuleSet struct {
 	Name  string
 	State *Type // the state fields its rules read and write
 	Rules []*Rule
+	// Platform rule sets apply to every run; a Tenant's apply to that
+	// tenant's runs, replacing the rules of the same key.
+	Platform bool
+	Tenant   string
 }
 
 // Rule is one rule: on a trigger, when a condition holds, do an action.
@@ -264,8 +269,11 @@ type Rule struct {
 	Key    string
 	On     string
 	When   *Condition
-	Action string // require_hitl, abort, set or note
-	Params map[string]any
-	Set    map[string]*Expression
-	Pos    Pos
+	Action string // require_hitl, deny, abort, set or note
+	// Text is the note, the deny or abort reason, or the reviewer's
+	// message; HITL the gate of require_hitl; Set the fields set.
+	Text *Template
+	HITL *runner.HITL
+	Set  map[string]*Expression
+	Pos  Pos
 }

@@ -128,13 +128,17 @@ func (m *meter) charge(kind string) (int, error) {
 	return m.usage.Iterations - 1, nil
 }
 
-// BeginLLM checks the budget before an LLM call and counts the call; it
-// returns the run's LLM call number (from 0) or a *BudgetError.
-func (r *Run) BeginLLM() (int, error) { return r.meter.charge("llm") }
+// check returns the budget a call of kind would exceed, without counting
+// the call.
+func (m *meter) check(kind string) *BudgetError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.over(kind)
+}
 
-// BeginTool checks the budget before a tool call and counts the call.
-func (r *Run) BeginTool() error {
-	_, err := r.meter.charge("tool")
+// chargeTool checks the budget for a tool call and counts it.
+func (m *meter) chargeTool() error {
+	_, err := m.charge("tool")
 	return err
 }
 
@@ -277,8 +281,8 @@ func (m *meter) restore(md *meta) {
 // budgetInterrupt returns the exceeded budget a checkpoint's pending
 // interrupt is about, or nil when it is not a budget interrupt.
 func budgetInterrupt(cp *store.Checkpoint) *BudgetError {
-	var intr Interrupt
-	if json.Unmarshal(cp.Interrupt, &intr) != nil || intr.Kind != KindBudget {
+	intr := pendingInterrupt(cp)
+	if intr == nil || intr.Kind != KindBudget {
 		return nil
 	}
 	limit, _, _ := number(intr.Payload["limit"])

@@ -13,12 +13,12 @@ import (
 // output tokens, one tool call and one iteration per visit, until ten
 // visits; "report" is a node a budget may route to.
 func spendGraph(b runner.Budget) *runner.Graph {
-	work := fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
-		if _, err := in.Run.BeginLLM(); err != nil {
+	work := fn(func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+		if _, _, err := in.Run.CallLLM(ctx, &runner.LLMRequest{Provider: fixedReply, Model: "m", Chat: &runner.ChatRequest{},
+			Price: func(runner.Usage) float64 { return 0.01 }}); err != nil {
 			return nil, err
 		}
-		in.Run.Spend(runner.Usage{InputTokens: 100, OutputTokens: 50}, 0.01)
-		if err := in.Run.BeginTool(); err != nil {
+		if _, err := in.Run.CallTool(ctx, runner.ToolRequest{Spec: noopTool}); err != nil {
 			return nil, err
 		}
 		if err := in.Run.Iterate(); err != nil {
@@ -36,6 +36,19 @@ func spendGraph(b runner.Budget) *runner.Graph {
 		},
 	}
 }
+
+// fixedReply answers every chat with 100 input and 50 output tokens.
+var fixedReply = providerFunc(func(context.Context, *runner.ChatRequest) (*runner.ChatResponse, error) {
+	return &runner.ChatResponse{Usage: runner.Usage{InputTokens: 100, OutputTokens: 50}}, nil
+})
+
+type providerFunc func(context.Context, *runner.ChatRequest) (*runner.ChatResponse, error)
+
+func (f providerFunc) Chat(ctx context.Context, req *runner.ChatRequest) (*runner.ChatResponse, error) {
+	return f(ctx, req)
+}
+
+var noopTool = &runner.ToolSpec{Name: "noop", Tool: runner.ToolFunc(func(context.Context, *runner.ToolCall) (any, error) { return nil, nil })}
 
 func TestBudgetFail(t *testing.T) {
 	tests := []struct {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ var errStore = errors.New("checkpoint store")
 type cpRecord struct {
 	node, next, status string
 	writes             Update
+	ruleWrites         Update // what rules set this step, merged after writes
 	state              State
 	snapshot           bool
 	interrupt          *Interrupt
@@ -35,6 +37,12 @@ type meta struct {
 	// budget once a human extended it.
 	Usage  *RunUsage `json:"usage,omitempty"`
 	Budget *Budget   `json:"budget,omitempty"`
+	// RuleWrites are the state updates rules made this step; Journal the
+	// calls of a step not yet finished (see gate.go); Tenant the tenant
+	// the thread runs for.
+	RuleWrites Update       `json:"rule_writes,omitempty"`
+	Journal    []*callEntry `json:"journal,omitempty"`
+	Tenant     string       `json:"tenant,omitempty"`
 }
 
 // checkpoint writes the next checkpoint of the thread, durably. It holds
@@ -50,14 +58,17 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
-		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, CreatedAt: r.now()}
-	m := meta{Error: c.err}
+		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now()}
+	m := meta{Error: c.err, RuleWrites: c.ruleWrites}
+	if len(r.calls) > 0 {
+		m.Journal = r.journalEntries()
+	}
 	if r.ownsMeter {
 		m.Usage, m.Budget = r.meter.record(snap)
 	}
 	var err error
 	if snap {
-		m.Input, m.Defs = r.input, r.Graph.Defs
+		m.Input, m.Defs, m.Tenant = r.input, r.Graph.Defs, r.tenant
 		cp.Snapshot, err = json.Marshal(c.state)
 	} else if c.writes != nil {
 		cp.Writes, err = json.Marshal(c.writes)
@@ -65,7 +76,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
-	if err == nil && (snap || c.err != nil || m.Usage != nil) {
+	if err == nil && (snap || c.err != nil || m.Usage != nil || m.RuleWrites != nil || m.Journal != nil) {
 		cp.Meta, err = json.Marshal(m)
 	}
 	if err != nil {
@@ -121,24 +132,25 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	var m meta
-	for _, cp := range cps {
+	for i, cp := range cps {
 		var cm meta
 		if err := decodeInto(cp.Meta, &cm); err != nil {
 			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 		}
 		m.latest(&cm)
-	}
-	for _, cp := range cps[1:] {
-		if len(cp.Writes) == 0 {
+		m.Journal = cm.Journal // only the newest checkpoint's: its step is not done
+		if i == 0 {
 			continue
 		}
 		var upd Update
 		if err := decodeInto(cp.Writes, &upd); err != nil {
 			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 		}
-		var err error
-		if state, err = merge(g, state, upd); err != nil {
-			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
+		for _, u := range []Update{upd, cm.RuleWrites} {
+			var err error
+			if state, err = merge(g, state, u); err != nil {
+				return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
+			}
 		}
 	}
 	return state, &m, nil
@@ -151,7 +163,13 @@ func decodeInto(data []byte, v any) error {
 		return nil
 	}
 	if m, ok := v.(*meta); ok {
-		return json.Unmarshal(data, m)
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(m); err != nil {
+			return err
+		}
+		m.normalize()
+		return nil
 	}
 	raw, err := DecodeJSON(data)
 	if err != nil {
@@ -225,11 +243,27 @@ func changedDefs(old, cur map[string]string) string {
 	return strings.Join(out, ", ")
 }
 
+// normalize turns the JSON numbers of the meta's free-form values into
+// int64 or float64, as in the state.
+func (m *meta) normalize() {
+	NormalizeJSON(map[string]any(m.RuleWrites))
+	for _, e := range m.Journal {
+		NormalizeJSON(e.Args)
+		if e.Decision != nil {
+			NormalizeJSON(e.Decision.Args)
+		}
+		if e.Exec != nil {
+			NormalizeJSON(e.Exec.Input)
+			e.Exec.Output = NormalizeJSON(e.Exec.Output)
+		}
+	}
+}
+
 // latest folds a newer checkpoint's meta into m: the first snapshot's
 // input and definitions, the newest usage and budget.
 func (m *meta) latest(n *meta) {
 	if m.Input == nil && m.Defs == nil {
-		m.Input, m.Defs = n.Input, n.Defs
+		m.Input, m.Defs, m.Tenant = n.Input, n.Defs, n.Tenant
 	}
 	if n.Usage != nil {
 		m.Usage = n.Usage

@@ -25,7 +25,7 @@ func (r *Run) Now() time.Time { return r.now() }
 // over, and a child that had completed returns its result unchanged.
 func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string]any, resume any) (*Result, error) {
 	thread := fmt.Sprintf("%s/%s@%d", r.Thread, name, r.step)
-	e := &Engine{Store: r.engine.Store, Sink: r.engine.Sink, Now: r.now, meter: r.meter}
+	e := &Engine{Store: r.engine.Store, Sink: r.engine.Sink, Now: r.now, Tenant: r.tenant, meter: r.meter}
 	if e.Store == nil {
 		return e.Run(ctx, g, thread, input)
 	}
@@ -52,7 +52,7 @@ func (e *Engine) finished(ctx context.Context, g *Graph, thread string) (*Result
 	if err != nil {
 		return nil, err
 	}
-	r := e.newRun(g, thread)
+	r := e.newRun(g, thread, m.Tenant)
 	r.input = m.Input
 	r.id = cps[len(cps)-1].ID
 	return r.complete(ctx, state)

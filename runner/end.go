@@ -29,7 +29,13 @@ func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (
 }
 
 func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrupt) (*Result, error) {
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, interrupt: intr}); err != nil {
+	if len(intr.Update) > 0 {
+		var err error
+		if state, err = merge(r.Graph, state, intr.Update); err != nil {
+			return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: pausing: %v", cur, err)})
+		}
+	}
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr}); err != nil {
 		return nil, err
 	}
 	r.emit(EventInterrupt, cur, intr)

@@ -26,6 +26,9 @@ type Engine struct {
 	Sink Sink
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Tenant is the tenant new threads run for: a tenant's rule sets
+	// apply to them. A resumed thread keeps the tenant it started with.
+	Tenant string
 
 	meter *meter // set for a child thread: its parent's
 }
@@ -60,7 +63,7 @@ func (e *RunError) Error() string { return e.Message }
 
 // Run starts a new thread of g with input.
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
-	r := e.newRun(g, thread)
+	r := e.newRun(g, thread, e.Tenant)
 	state, err := initialState(g, input)
 	if err != nil {
 		return nil, err
@@ -100,8 +103,9 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
-	r := e.newRun(g, thread)
+	r := e.newRun(g, thread, meta.Tenant)
 	r.id, r.step, r.input, r.snapSize = last.ID, last.Step, meta.Input, len(cps[0].Snapshot)
+	r.restoreJournal(meta.Journal)
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}
@@ -116,18 +120,24 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 			}
 		} else {
 			resume = &delivery{opt.Value}
+			r.awaiting = awaitingCalls(pendingInterrupt(last))
 		}
+	} else if opt.Value != nil {
+		return nil, fmt.Errorf("%w: thread %s is %s, not waiting for input; nothing was changed", ErrInvalidResume, thread, last.Status)
 	}
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
 	return r.loop(ctx, state, last.Next, resume)
 }
 
-func (e *Engine) newRun(g *Graph, thread string) *Run {
+func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
 	now := e.Now
 	if now == nil {
 		now = time.Now
 	}
-	r := &Run{Thread: thread, Graph: g, engine: e, now: now, meter: e.meter}
+	r := &Run{Thread: thread, Graph: g, engine: e, now: now, meter: e.meter, tenant: tenant, rules: activeRules(g, tenant)}
+	if g.Agent != nil {
+		r.agent = g.Agent.vars()
+	}
 	if r.meter == nil {
 		r.meter, r.ownsMeter = &meter{budget: g.Budget}, true
 	}

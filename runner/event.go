@@ -9,8 +9,10 @@ const (
 	EventNodeStart  = "node_start"
 	EventNodeEnd    = "node_end"
 	EventLLMToken   = "llm_token"
+	EventLLMCall    = "llm_call"
 	EventToolCall   = "tool_call"
 	EventToolResult = "tool_result"
+	EventRule       = "rule" // a rule fired, or a reviewer decided
 	EventInterrupt  = "interrupt"
 	EventCheckpoint = "checkpoint"
 	EventError      = "error"

@@ -36,6 +36,10 @@ type Graph struct {
 	Budget   Budget
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
+	// Rules fire on the calls and steps of every run, in precedence order;
+	// Agent is the agent the graph runs for (nil for a bare pipeline).
+	Rules []*Rule
+	Agent *AgentInfo
 	// Hash identifies the definitions the graph was compiled from; Defs
 	// holds the hash of each of them ("Tool/search": "9f2c...").
 	Hash string

@@ -79,8 +79,9 @@ func Merge(old, update any) (any, error) {
 }
 
 // Messages appends chat messages. A message whose "id" matches an existing
-// one replaces it; a tool message must answer a tool call of an earlier
-// assistant message that no other tool message answered yet.
+// one replaces it, and {"type": "remove", "id": ...} removes it; a tool
+// message must answer a tool call of an earlier assistant message that no
+// other tool message answered yet.
 func Messages(old, update any) (any, error) {
 	msgs, _ := old.([]any)
 	out := slices.Clip(msgs)
@@ -93,7 +94,15 @@ func Messages(old, update any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("messages: a message is an object, not %T", m)
 		}
-		if i := indexByID(out, msg["id"]); i >= 0 {
+		i := indexByID(out, msg["id"])
+		if msg["type"] == "remove" {
+			if i < 0 {
+				return nil, fmt.Errorf("messages: no message %v to remove", msg["id"])
+			}
+			out = slices.Delete(slices.Clone(out), i, i+1)
+			continue
+		}
+		if i >= 0 {
 			out = slices.Clone(out)
 			out[i] = msg
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,19 @@ type Run struct {
 	routed    bool   // max_steps already took its on_exceed route
 	in        Input
 	path      []string
+	tenant    string
+
+	// Rules: the graph's, active for the tenant, by trigger; the agent as
+	// rules see it.
+	rules map[string][]*Rule
+	agent map[string]any
+	// mu guards what calls of one step share: the rules' state updates,
+	// the journal of the step's calls, and the verdict of a resumed gate.
+	mu           sync.Mutex
+	ruleUpd      Update
+	calls        map[string]*callEntry
+	awaiting     []string // the calls the resumed gate decides
+	verdictTaken bool
 }
 
 // Emit sends an event about node, if the engine has a sink.
@@ -38,9 +52,6 @@ func (r *Run) emit(typ, node string, data any) {
 		r.engine.Sink(Event{Type: typ, Thread: r.Thread, Step: r.step, Node: node, Time: r.now(), Data: data})
 	}
 }
-
-// Key returns an idempotency key for the n-th call a node makes this step.
-func (r *Run) Key(n int) string { return fmt.Sprintf("%s:%d:%d", r.Thread, r.id+1, n) }
 
 // delivery is a resume value for the node that raised an interrupt.
 type delivery struct{ value any }
@@ -114,6 +125,10 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
+	ruleUpd, err := r.afterNode(s, merged)
+	if err != nil {
+		return "", err
+	}
 	r.syncBudget(r.step + 1) // this step counts from here on
 	if next == "" {
 		if next, err = r.route(s, merged); err != nil {
@@ -123,11 +138,12 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	*state = merged
 	r.step++
 	r.path = append(r.path, cur)
+	r.calls, r.awaiting = nil, nil // the step is done: its journal with it
 	status := StatusRunning
 	if next == End {
 		status = StatusCompleted
 	}
-	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, state: merged}); err != nil {
+	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, ruleWrites: ruleUpd, state: merged}); err != nil {
 		return "", err
 	}
 	if r.engine.Sink != nil {

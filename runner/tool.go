@@ -18,6 +18,7 @@ type ToolSpec struct {
 	Parameters map[string]any
 	Capability string
 	Mutating   bool
+	Tags       []string
 	// UpdatesState marks a state-aware tool: it returns {output, state},
 	// its output for the model and updates for the state.
 	UpdatesState bool

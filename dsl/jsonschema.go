@@ -1,4 +1,4 @@
-package builtins
+package dsl
 
 import (
 	"bytes"
@@ -16,16 +16,16 @@ import (
 // maxSchemaErrors is how many problems a validation message lists.
 const maxSchemaErrors = 3
 
-// schema is a compiled JSON Schema (tool parameters, resume values) whose
+// JSONSchema is a compiled JSON Schema (tool parameters, resume values) whose
 // failures read "/where: what; ...".
-type schema struct {
+type JSONSchema struct {
 	s       *jsonschema.Schema
 	printer *message.Printer
 }
 
-// compileSchema compiles a JSON Schema given as a decoded value; a nil one
+// CompileJSONSchema compiles a JSON Schema given as a decoded value; a nil one
 // accepts anything.
-func compileSchema(doc map[string]any) (*schema, error) {
+func CompileJSONSchema(doc map[string]any) (*JSONSchema, error) {
 	if doc == nil {
 		doc = map[string]any{}
 	}
@@ -41,11 +41,11 @@ func compileSchema(doc map[string]any) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schema{s: s, printer: message.NewPrinter(language.English)}, nil
+	return &JSONSchema{s: s, printer: message.NewPrinter(language.English)}, nil
 }
 
-// check validates a JSON-like value.
-func (s *schema) check(v any) error {
+// Check validates a JSON-like value.
+func (s *JSONSchema) Check(v any) error {
 	doc, err := toSchemaJSON(v)
 	if err != nil {
 		return err

@@ -1,0 +1,255 @@
+package builtins_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+)
+
+// gateSrc is an agent whose model asks to look an entity up and create
+// one; the platform gates mutating capabilities, the agent's rules note,
+// deny and abort, and tenant acme aborts instead of asking.
+const gateSrc = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: loop}
+state:
+  messages: {type: array, reducer: messages}
+  pending_tool_calls: {type: array}
+  records: {type: array, reducer: append}
+  created: {type: integer, default: 0}
+  notes: {type: integer, default: 0, reducer: add}
+limits: {max_steps: 20}
+start: ask
+nodes:
+  ask:
+    type: llm
+    with: {tools: [lookup, create_entity, delete_everything]}
+    next:
+      - when: len(state.pending_tool_calls) > 0
+        to: act
+      - to: END
+  act:
+    type: tools
+    with: {record: records}
+    next: ask
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: platform}
+scope: platform
+rules:
+  - key: platform:hitl_on_mutating_capability
+    on: before_tool_call
+    when: tool.mutating
+    do:
+      require_hitl:
+        checkpoint_type: mutation
+        message: 'Create ${tool.args.name}?'
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: acme}
+tenant: acme
+rules:
+  - key: platform:hitl_on_mutating_capability
+    on: before_tool_call
+    when: tool.mutating
+    do: {abort: {reason: 'acme does not allow ${tool.name}'}}
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: house}
+state:
+  notes: {type: integer}
+rules:
+  - key: house:no_deletes
+    on: before_tool_call
+    when: '"destructive" in tool.tags'
+    do: {deny: {reason: never delete}}
+  - key: house:count_lookups
+    on: after_tool_call
+    when: result.tool_name == "lookup" && result.ok
+    do: {set: {notes: "1"}}
+  - key: house:audit
+    on: after_llm_call
+    when: llm.output_tokens > 0
+    do: {note: 'model ${llm.model} answered'}
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: clerk}
+pipeline: loop
+model: tiny
+rules: [house]
+---
+apiVersion: runner/v1
+kind: Model
+metadata: {name: tiny}
+provider: scripted
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: lookup}
+parameters: {type: object, properties: {name: {type: string}}, required: [name]}
+expr: '"found " + args.name'
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: create_entity}
+capability: create_entity
+mutating: true
+parameters:
+  type: object
+  properties: {name: {type: string, minLength: 2}}
+  required: [name]
+  additionalProperties: false
+expr: '"created " + args.name'
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: delete_everything}
+tags: [destructive]
+parameters: {type: object}
+expr: '"gone"'
+`
+
+// askToCreate is the script of a round that looks up and creates, then a
+// closing answer.
+var askToCreate = []dsl.Reply{
+	{Node: "ask", ToolCalls: []dsl.ScriptedCall{
+		{ID: "c1", Name: "lookup", Args: map[string]any{"name": "Acme Well 1H"}},
+		{ID: "c2", Name: "create_entity", Args: map[string]any{"name": "Acme Well 1H"}},
+	}},
+	{Node: "ask", Text: "Done."},
+}
+
+// counter counts the calls of a tool and who asked.
+type counter struct {
+	mu   sync.Mutex
+	args []map[string]any
+	keys []string
+}
+
+func (c *counter) tool(t *testing.T, proj *dsl.Project, name string) runner.Tool {
+	impl := runner.ToolFunc(func(_ context.Context, call *runner.ToolCall) (any, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.args, c.keys = append(c.args, call.Args), append(c.keys, call.Key)
+		return "created " + call.Args["name"].(string), nil
+	})
+	tool, err := builtins.Checked(proj.Tools[name], impl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tool
+}
+
+func (c *counter) calls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.args)
+}
+
+// gateRig compiles gateSrc for agent clerk with a counted create_entity.
+func gateRig(t *testing.T, script []dsl.Reply) (*runner.Graph, *counter) {
+	t.Helper()
+	docs, diags := dsl.Parse("gate.yaml", []byte(gateSrc))
+	c, proj := checked(t, docs, diags)
+	cnt := &counter{}
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"],
+		Provider: builtins.ScriptedProviders(script), Mocks: map[string]runner.Tool{"create_entity": cnt.tool(t, proj, "create_entity")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, cnt
+}
+
+// paused runs the agent to its gate and checks the pause.
+func paused(t *testing.T, e *runner.Engine, g *runner.Graph, cnt *counter) *runner.Result {
+	t.Helper()
+	res, err := e.Run(context.Background(), g, "t1", nil)
+	if err != nil || res.Status != runner.StatusInterrupted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	intr := res.Interrupt
+	if intr.Rule != "platform:hitl_on_mutating_capability" || intr.Kind != "mutation" || intr.Message != "Create Acme Well 1H?" {
+		t.Fatalf("interrupt %+v", intr)
+	}
+	acts := intr.Payload["action_requests"].([]any)
+	act := acts[0].(map[string]any)
+	if len(acts) != 1 || act["name"] != "create_entity" || act["args"].(map[string]any)["name"] != "Acme Well 1H" || act["id"] != "c2" {
+		t.Fatalf("action_requests %v", acts)
+	}
+	cfg := intr.Payload["review_configs"].([]any)[0].(map[string]any)
+	if cfg["action_name"] != "create_entity" || len(cfg["allowed_decisions"].([]any)) != 4 {
+		t.Fatalf("review_configs %v", cfg)
+	}
+	if cnt.calls() != 0 {
+		t.Fatalf("the gated tool ran %d times before the verdict", cnt.calls())
+	}
+	for _, m := range res.State["messages"].([]any) {
+		if m.(map[string]any)["tool_calls"] != nil {
+			t.Fatalf("a paused round keeps its assistant tool call: %v", res.State["messages"])
+		}
+	}
+	return res
+}
+
+func toolMessages(res *runner.Result) map[string]string {
+	out := map[string]string{}
+	for _, m := range res.State["messages"].([]any) {
+		mm := m.(map[string]any)
+		if mm["role"] == "tool" {
+			out[mm["tool_call_id"].(string)] = mm["content"].(string)
+		}
+	}
+	return out
+}
+
+func TestGateDecisions(t *testing.T) {
+	cases := []struct {
+		name     string
+		verdict  any
+		calls    int
+		wantName string // the name create_entity ran with
+		wantMsg  string // c2's tool message, prefix
+	}{
+		{"approve", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}, 1, "Acme Well 1H", "created Acme Well 1H"},
+		{"approved shorthand", map[string]any{"approved": true}, 1, "Acme Well 1H", "created Acme Well 1H"},
+		{"edit", map[string]any{"decisions": []any{map[string]any{"type": "edit",
+			"edited_action": map[string]any{"name": "create_entity", "args": map[string]any{"name": "Acme Well 2H"}}}}}, 1, "Acme Well 2H", "created Acme Well 2H"},
+		{"agent inbox edit", []any{map[string]any{"type": "edit", "args": map[string]any{"action": "create_entity", "args": map[string]any{"name": "Acme Well 3H"}}}},
+			1, "Acme Well 3H", "created Acme Well 3H"},
+		{"reject", map[string]any{"decisions": []any{map[string]any{"type": "reject", "message": "wrong lease"}}}, 0, "",
+			"error: denied by rule platform:hitl_on_mutating_capability: rejected by the reviewer: wrong lease"},
+		{"agent inbox ignore", map[string]any{"type": "ignore"}, 0, "", "error: denied by rule platform:hitl_on_mutating_capability: rejected by the reviewer"},
+		{"respond", map[string]any{"decisions": []any{map[string]any{"type": "respond", "message": "already exists as E-7"}}}, 0, "", "already exists as E-7"},
+		{"agent inbox response", map[string]any{"type": "response", "args": "use E-7"}, 0, "", "use E-7"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, cnt := gateRig(t, askToCreate)
+			e := engine(t)
+			paused(t, e, g, cnt)
+			res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: c.verdict})
+			if err != nil || res.Status != runner.StatusCompleted {
+				t.Fatalf("resume: %v %+v", err, res)
+			}
+			if cnt.calls() != c.calls || (c.calls == 1 && cnt.args[0]["name"] != c.wantName) {
+				t.Fatalf("create_entity ran %d times with %v; want %d with %q", cnt.calls(), cnt.args, c.calls, c.wantName)
+			}
+			msgs := toolMessages(res)
+			if !strings.HasPrefix(msgs["c2"], c.wantMsg) || msgs["c1"] != "found Acme Well 1H" {
+				t.Errorf("tool messages %v; want c2 %q", msgs, c.wantMsg)
+			}
+			if c.calls == 1 && cnt.keys[0] != "t1:c2" {
+				t.Errorf("idempotency key %q, want t1:c2", cnt.keys[0])
+			}
+		})
+	}
+}

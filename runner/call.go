@@ -1,0 +1,311 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Every tool call and every model call, from any node, goes through this
+// file, in one order: budget check → before_* rules → approval gate →
+// call event → timeout → the call → after_* rules → budget charge →
+// typed record.
+
+// ToolRequest is one tool call a node asks its run to make.
+type ToolRequest struct {
+	// ID is the model's tool-call id; a call a node makes on its own
+	// leaves it empty and gets "<node>.<step>.<Seq>".
+	ID   string
+	Seq  int
+	Spec *ToolSpec
+	Args map[string]any
+	// Timeout bounds the call (0: the tool's own).
+	Timeout time.Duration
+	// Skill is the loaded skill offering the tool; Skills are the skills
+	// loaded now (a skill's rules fire only while it is loaded).
+	Skill  string
+	Skills []string
+}
+
+// ToolOutcome is how one call ended: its record, and the call's error
+// (nil when it succeeded) for the model or the node to see.
+type ToolOutcome struct {
+	Exec *ToolExecution
+	Err  error
+}
+
+// ArgsChecker is implemented by tools that validate their arguments; a
+// reviewer's edited arguments are checked before they are accepted.
+type ArgsChecker interface {
+	CheckArgs(args map[string]any) error
+}
+
+// toolCall is a request on its way through the call path.
+type toolCall struct {
+	req   ToolRequest
+	info  ToolInfo
+	entry *callEntry // its journal entry, when it has one
+	deny  *DeniedError
+}
+
+// CallTool makes one tool call; see CallTools.
+func (r *Run) CallTool(ctx context.Context, req ToolRequest) (ToolOutcome, error) {
+	out, err := r.CallTools(ctx, []ToolRequest{req})
+	if err != nil {
+		return ToolOutcome{}, err
+	}
+	return out[0], nil
+}
+
+// CallTools makes a round of tool calls, in order. The before_tool_call
+// rules see every call first, so one approval covers every gated call of
+// the round and nothing runs before the reviewer answers. A call's own
+// failure is its outcome's Err; the error returned ends the node: an
+// interrupt (a gate), a spent budget, an aborting rule, a cancelled run.
+func (r *Run) CallTools(ctx context.Context, reqs []ToolRequest) ([]ToolOutcome, error) {
+	calls := make([]*toolCall, len(reqs))
+	var gated []*toolCall
+	for i, req := range reqs {
+		c, err := r.before(req, i)
+		if err != nil {
+			return nil, err
+		}
+		calls[i] = c
+		if c.entry != nil && c.entry.awaiting() {
+			gated = append(gated, c)
+		}
+	}
+	if len(gated) > 0 {
+		if err := r.decide(gated); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]ToolOutcome, len(calls))
+	for i, c := range calls {
+		var err error
+		if out[i], err = r.callOne(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// before checks the budget and fires the before_tool_call rules for a call
+// that the journal has not seen yet.
+func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
+	s := req.Spec
+	id := req.ID
+	if id == "" {
+		id = fmt.Sprintf("%s.%d.%d", r.in.Node, r.step, req.Seq+i)
+	}
+	c := &toolCall{req: req, info: ToolInfo{ID: id, Name: s.Name, CapabilityKey: s.Capability, Mutating: s.Mutating,
+		Tags: s.Tags, Args: req.Args, Skill: req.Skill}}
+	if c.entry = r.journaled(id); c.entry != nil {
+		c.info.Args = c.entry.Args // frozen when the gate paused
+		return c, nil
+	}
+	if be := r.meter.check("tool"); be != nil {
+		return nil, Permanent(be)
+	}
+	f, err := r.fire(BeforeToolCall, r.ruleVars("tool", c.info.vars(), "skill", req.Skill), req.Skills)
+	switch {
+	case err != nil:
+		return nil, err
+	case f.abort != nil:
+		return nil, f.abort
+	case f.deny != nil:
+		c.deny = f.deny
+	case f.gate != nil:
+		c.entry = r.journal(&callEntry{ID: id, Tool: s.Name, Args: req.Args, Rule: f.gate.Key})
+		c.entry.pausedAt(r.now(), f.gate.Action.HITL)
+	}
+	return c, nil
+}
+
+// callOne runs a call as decided: from the journal when it already ran,
+// not at all when a rule or a reviewer kept it from running, else for
+// real; then the after_tool_call rules see its result.
+func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
+	e := c.entry
+	switch {
+	case c.deny != nil:
+		return r.unrun(c, ToolDenied, c.deny), nil
+	case e != nil && e.After:
+		return r.decideAfter(c)
+	case e != nil && e.Exec != nil:
+		return e.outcome(), nil
+	case e != nil && e.Decision != nil:
+		switch d := e.Decision; d.Type {
+		case DecisionReject:
+			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)})), nil
+		case DecisionRespond:
+			exec := r.newExec(c, r.now())
+			exec.Output, exec.OK, exec.Status = d.Message, true, ToolAnswered
+			return r.record(c, ToolOutcome{Exec: exec}), nil
+		}
+	}
+	if err := r.meter.chargeTool(); err != nil {
+		return ToolOutcome{}, err
+	}
+	r.emit(EventToolCall, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "args": c.info.Args})
+	o := r.invoke(ctx, c)
+	if MustStop(ctx.Err(), o.Err) {
+		return ToolOutcome{}, o.Err
+	}
+	if e != nil || c.req.Spec.Mutating {
+		o = r.record(c, o)
+	}
+	r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err)})
+	return r.after(c, o)
+}
+
+// invoke calls the tool with its timeout and an idempotency key derived
+// from the thread and the call id, so a call repeated after a crash can
+// be recognised by the service.
+func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
+	timeout := c.req.Timeout
+	if timeout <= 0 {
+		timeout = c.req.Spec.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	exec := r.newExec(c, r.now())
+	start := r.now()
+	out, err := c.req.Spec.Tool.Call(ctx, &ToolCall{Name: c.info.Name, Args: c.info.Args, State: r.in.State, Key: r.Thread + ":" + c.info.ID})
+	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = &TimeoutError{What: "tool " + c.info.Name, After: timeout}
+	}
+	exec.ExecutionTimeMS = r.now().Sub(start).Milliseconds()
+	exec.Output, exec.OK, exec.Status = out, err == nil, ToolSuccess
+	var te *TimeoutError
+	switch {
+	case errors.As(err, &te):
+		exec.Status, exec.ErrorMessage = ToolTimedOut, err.Error()
+	case err != nil:
+		exec.Status, exec.ErrorMessage = ToolFailed, err.Error()
+	}
+	return ToolOutcome{Exec: exec, Err: err}
+}
+
+// after fires the after_tool_call rules on a call's result.
+func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
+	f, err := r.fire(AfterToolCall, r.ruleVars("tool", c.info.vars(), "result", o.Exec.vars(), "skill", c.req.Skill), c.req.Skills)
+	switch {
+	case err != nil:
+		return ToolOutcome{}, err
+	case f.abort != nil:
+		return ToolOutcome{}, f.abort
+	case f.deny != nil:
+		return r.withheld(c, o, f.deny), nil
+	case f.gate != nil:
+		// the result is journaled with the pause: the call never runs again
+		c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, Rule: f.gate.Key, After: true})
+		c.entry.pausedAt(r.now(), f.gate.Action.HITL)
+		return r.decideAfter(c)
+	}
+	return o, nil
+}
+
+// unrun is the outcome of a call that did not run.
+func (r *Run) unrun(c *toolCall, status string, why error) ToolOutcome {
+	exec := r.newExec(c, r.now())
+	exec.Status, exec.ErrorMessage = status, why.Error()
+	return ToolOutcome{Exec: exec, Err: why}
+}
+
+// withheld is a call whose result a rule or a reviewer kept from the model.
+func (r *Run) withheld(c *toolCall, o ToolOutcome, why error) ToolOutcome {
+	exec := *o.Exec
+	exec.Output, exec.OK, exec.Status, exec.ErrorMessage = nil, false, ToolDenied, why.Error()
+	return ToolOutcome{Exec: &exec, Err: why}
+}
+
+func (r *Run) newExec(c *toolCall, start time.Time) *ToolExecution {
+	return &ToolExecution{ToolName: c.info.Name, CallID: c.info.ID, Input: c.info.Args, Timestamp: stamp(start)}
+}
+
+// LLMRequest is one model call a node asks its run to make.
+type LLMRequest struct {
+	Provider Provider
+	// Model is the Model document's name; Price turns usage into dollars.
+	Model string
+	Price func(Usage) float64
+	Phase string
+	// Skills are the skills loaded now.
+	Skills []string
+	Chat   *ChatRequest
+}
+
+// CallLLM makes one model call. It returns the reply and its record, or
+// the error that ends the call: the provider's (for the node's retry
+// policy), a spent budget, a rule that denied or aborted it, or the
+// interrupt of a gate.
+func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLMCall, error) {
+	if be := r.meter.check("llm"); be != nil {
+		return nil, nil, Permanent(be)
+	}
+	rec := &LLMCall{Node: r.in.Node, Model: req.Model, Phase: req.Phase, Call: int64(r.Usage().LLMCalls + 1)}
+	if err := r.gateLLM(BeforeLLMCall, rec, req.Skills); err != nil {
+		return nil, nil, err
+	}
+	n, err := r.meter.charge("llm")
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.Call = int64(n + 1)
+	req.Chat.Node, req.Chat.Call = r.in.Node, n
+	r.emit(EventLLMCall, r.in.Node, map[string]any{"model": req.Model, "phase": req.Phase, "call": rec.Call})
+	start := r.now()
+	resp, err := req.Provider.Chat(ctx, req.Chat)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec.LatencyMS = r.now().Sub(start).Milliseconds()
+	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.CachedInputTokens
+	rec.CostUSD = req.Price(resp.Usage)
+	rec.Content = resp.Message.Content
+	for _, tc := range resp.Message.ToolCalls {
+		rec.ToolCalls = append(rec.ToolCalls, tc.Name)
+	}
+	err = r.gateLLM(AfterLLMCall, rec, req.Skills)
+	r.Spend(resp.Usage, rec.CostUSD) // spent, whatever the rules say
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, rec, nil
+}
+
+// gateLLM fires an LLM trigger's rules. A gate before the call pauses it
+// until a reviewer approves; a denied call fails the node for good.
+func (r *Run) gateLLM(trigger string, rec *LLMCall, skills []string) error {
+	f, err := r.fire(trigger, r.ruleVars("llm", rec.vars()), skills)
+	switch {
+	case err != nil:
+		return err
+	case f.abort != nil:
+		return f.abort
+	case f.deny != nil:
+		return Permanent(f.deny)
+	case f.gate != nil:
+		return r.approveLLM(f.gate, rec)
+	}
+	return nil
+}
+
+func colon(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+func errString(err error) any {
+	if err == nil {
+		return nil
+	}
+	return err.Error()
+}

@@ -1,0 +1,251 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Rule triggers.
+const (
+	BeforeToolCall = "before_tool_call"
+	AfterToolCall  = "after_tool_call"
+	BeforeLLMCall  = "before_llm_call"
+	AfterLLMCall   = "after_llm_call"
+	AfterNode      = "after_node"
+)
+
+// Rule actions.
+const (
+	ActRequireHITL = "require_hitl"
+	ActDeny        = "deny"
+	ActAbort       = "abort"
+	ActSet         = "set"
+	ActNote        = "note"
+)
+
+// Rule is a compiled rule: on its trigger, when its condition holds, it
+// takes its action. A graph's rules are in precedence order: platform rule
+// sets, the agent's, the loaded skills'; a tenant's rule replaces, for that
+// tenant's runs, the rule of the same key.
+type Rule struct {
+	Key string
+	On  string
+	// Scope says where the rule comes from: platform, agent, skill or
+	// tenant. Skill rules fire only while Skill is loaded; tenant rules
+	// only in runs of Tenant.
+	Scope  string
+	Skill  string
+	Tenant string
+	When   Condition // nil: always
+	Action Action
+}
+
+// Action is what a rule does when it fires.
+type Action struct {
+	Kind string // require_hitl, deny, abort, set or note
+	// Text renders the reason (deny, abort), the note, or the message a
+	// reviewer sees (require_hitl).
+	Text Evaluator
+	// Set maps state fields to their new values (set).
+	Set map[string]Evaluator
+	// HITL configures require_hitl.
+	HITL *HITL
+}
+
+// HITL is a require_hitl action's gate.
+type HITL struct {
+	CheckpointType string
+	// Decisions lists what a reviewer may answer: approve, edit, reject,
+	// respond (empty: all four).
+	Decisions    []string
+	ResumeSchema map[string]any
+	// Expires, when set, takes OnExpire (reject by default) for a reviewer
+	// who has not answered in time.
+	Expires  time.Duration
+	OnExpire string
+	// Check, when set, validates the resume value against ResumeSchema.
+	Check func(any) error
+}
+
+// allowed reports whether the gate accepts a decision of type t.
+func (h *HITL) allowed(t string) bool {
+	return len(h.Decisions) == 0 || slices.Contains(h.Decisions, t)
+}
+
+// RuleError ends a run: a rule aborted it, or a rule could not be
+// evaluated (a gate that cannot decide does not let the call through).
+type RuleError struct {
+	Key    string
+	Reason string
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("rule %s: %s", e.Key, e.Reason) }
+
+// DeniedError is a call a rule kept from running; the run goes on and the
+// model sees the reason as the call's error.
+type DeniedError struct {
+	Key    string
+	Reason string
+}
+
+func (e *DeniedError) Error() string { return fmt.Sprintf("denied by rule %s: %s", e.Key, e.Reason) }
+
+// MustStop reports whether err ends a node even where call failures are
+// only recorded: a cancelled run, a spent budget, an interrupt or an
+// aborting rule.
+func MustStop(ctxErr, err error) bool {
+	var be *BudgetError
+	var intr *Interrupt
+	var re *RuleError
+	return ctxErr != nil || errors.As(err, &be) || errors.As(err, &intr) || errors.As(err, &re)
+}
+
+// firing is what the rules of one trigger decided for one call.
+type firing struct {
+	gate  *Rule // the first require_hitl rule that fired
+	deny  *DeniedError
+	abort *RuleError
+}
+
+// fire evaluates the rules of trigger over vars: set and note take effect
+// at once; the strongest of abort, deny and require_hitl is returned.
+func (r *Run) fire(trigger string, vars map[string]any, skills []string) (firing, error) {
+	var f firing
+	for _, rule := range r.rules[trigger] {
+		if rule.Skill != "" && !slices.Contains(skills, rule.Skill) {
+			continue
+		}
+		if rule.When != nil {
+			ok, err := rule.When.EvalBool(vars)
+			if err != nil {
+				return f, &RuleError{Key: rule.Key, Reason: "condition: " + err.Error()}
+			}
+			if !ok {
+				continue
+			}
+		}
+		if err := r.act(rule, vars, &f); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// act takes a fired rule's action.
+func (r *Run) act(rule *Rule, vars map[string]any, f *firing) error {
+	text, err := render(rule.Action.Text, vars)
+	if err != nil {
+		return &RuleError{Key: rule.Key, Reason: err.Error()}
+	}
+	r.emit(EventRule, r.in.Node, map[string]any{"rule": rule.Key, "scope": rule.Scope, "action": rule.Action.Kind, "text": text})
+	switch rule.Action.Kind {
+	case ActAbort:
+		if f.abort == nil {
+			f.abort = &RuleError{Key: rule.Key, Reason: or(text, "aborted")}
+		}
+	case ActDeny:
+		if f.deny == nil {
+			f.deny = &DeniedError{Key: rule.Key, Reason: or(text, "not allowed")}
+		}
+	case ActRequireHITL:
+		if f.gate == nil {
+			f.gate = rule
+		}
+	case ActSet:
+		upd := Update{}
+		for field, e := range rule.Action.Set {
+			v, err := e.Eval(vars)
+			if err != nil {
+				return &RuleError{Key: rule.Key, Reason: fmt.Sprintf("set %s: %v", field, err)}
+			}
+			upd[field] = v
+		}
+		r.setByRules(upd)
+	}
+	return nil
+}
+
+// setByRules keeps a rule's state updates; the step merges them with its
+// node's update.
+func (r *Run) setByRules(upd Update) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ruleUpd == nil {
+		r.ruleUpd = Update{}
+	}
+	for k, v := range upd {
+		r.ruleUpd[k] = v
+	}
+}
+
+// afterNode fires the after_node rules on the merged state, then merges
+// the state updates of every rule that fired this step. It returns those
+// updates: checkpoints keep them apart from the node's own.
+func (r *Run) afterNode(s *Step, merged State) (Update, error) {
+	r.in.State = merged
+	f, err := r.fire(AfterNode, r.ruleVars("node", map[string]any{"name": s.Name, "type": s.Type}), nil)
+	if err == nil && f.abort != nil {
+		err = f.abort
+	}
+	r.mu.Lock()
+	upd := r.ruleUpd
+	r.ruleUpd = nil
+	r.mu.Unlock()
+	if err != nil || len(upd) == 0 {
+		return nil, err
+	}
+	if _, err := merge(r.Graph, merged, upd); err != nil {
+		return nil, &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: a rule's set: %v", s.Name, err)}
+	}
+	return upd, nil
+}
+
+// ruleVars is what every rule sees, with the trigger's own variables.
+func (r *Run) ruleVars(extra ...any) map[string]any {
+	vars := map[string]any{"state": r.in.State, "input": r.input, "budget": r.budget, "agent": r.agent}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i].(string)] = extra[i+1]
+	}
+	return vars
+}
+
+// activeRules is g's rules by trigger for a tenant: a tenant's rules
+// replace the rules of the same key and other tenants' rules drop out.
+func activeRules(g *Graph, tenant string) map[string][]*Rule {
+	mine := map[string]bool{}
+	for _, rule := range g.Rules {
+		if rule.Tenant != "" && rule.Tenant == tenant {
+			mine[rule.Key] = true
+		}
+	}
+	out := map[string][]*Rule{}
+	for _, rule := range g.Rules {
+		if (rule.Tenant == "" && mine[rule.Key]) || (rule.Tenant != "" && rule.Tenant != tenant) {
+			continue
+		}
+		out[rule.On] = append(out[rule.On], rule)
+	}
+	return out
+}
+
+// render evaluates an optional text.
+func render(e Evaluator, vars map[string]any) (string, error) {
+	if e == nil {
+		return "", nil
+	}
+	v, err := e.Eval(vars)
+	if err != nil {
+		return "", err
+	}
+	s, _ := v.(string)
+	return s, nil
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
