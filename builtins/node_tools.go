@@ -98,7 +98,6 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 	}
 	calls := callsOf(in.State[n.cfg.Pending.Name])
 	outs := make([]runner.ToolOutcome, len(calls))
-	specs := make([]*runner.ToolSpec, len(calls))
 	var reqs []runner.ToolRequest
 	var at []int // the index in calls of each request
 	for i, call := range calls {
@@ -108,7 +107,7 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 				ErrorMessage: err.Error(), Timestamp: in.Run.Now().UTC().Format(time.RFC3339Nano)}, Err: err}
 			continue
 		}
-		reqs, at, specs[i] = append(reqs, req), append(at, i), req.Spec
+		reqs, at = append(reqs, req), append(at, i)
 	}
 	done, err := in.Run.CallTools(ctx, reqs)
 	if intr := (*runner.Interrupt)(nil); errors.As(err, &intr) && intr.Rule != "" {
@@ -120,7 +119,7 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 	for j, d := range done {
 		outs[at[j]] = d
 	}
-	return n.update(in.State, calls, specs, outs)
+	return n.update(in.State, calls, outs)
 }
 
 // request reads a call the model asked for: an unknown tool or arguments
@@ -143,31 +142,22 @@ func (n *toolsNode) request(o *offer, call runner.ToolCallRequest) (runner.ToolR
 }
 
 // update is the round's result: one tool message and one record per call,
-// a state-aware tool's updates, the round's assistant message when the
-// gate had stripped it, the pending calls cleared and the count.
-func (n *toolsNode) update(state runner.State, calls []runner.ToolCallRequest, specs []*runner.ToolSpec, outs []runner.ToolOutcome) (runner.Update, error) {
+// the round's assistant message when the gate had stripped it, the
+// pending calls cleared and the count. (A state-aware tool's updates are
+// merged by the step.)
+func (n *toolsNode) update(state runner.State, calls []runner.ToolCallRequest, outs []runner.ToolOutcome) (runner.Update, error) {
 	upd := runner.Update{}
 	var msgs, records []any
 	if len(calls) > 0 && roundOf(state[n.cfg.Messages.Name], calls[0].ID) == nil {
 		msgs = append(msgs, restoredRound(calls, outs))
 	}
 	for i, call := range calls {
-		exec := *outs[i].Exec
-		out, err := exec.Output, outs[i].Err
-		if err == nil && specs[i].UpdatesState {
-			var st map[string]any
-			out, st, err = stateAware(call.Name, out)
-			for k, v := range st {
-				upd[k] = v
-			}
-			exec.Output = out // as the model sees it
-		}
-		text, err := content(call.Name, out, err)
+		text, err := content(call.Name, outs[i].Exec.Output, outs[i].Err)
 		if err != nil && runner.MustStop(nil, err) {
 			return nil, err
 		}
 		msgs = append(msgs, map[string]any{"id": "tool-" + call.ID, "role": "tool", "tool_call_id": call.ID, "name": call.Name, "content": text})
-		records = append(records, exec.Value())
+		records = append(records, outs[i].Exec.Value())
 	}
 	upd[n.cfg.Pending.Name] = []any{}
 	upd[n.cfg.Messages.Name] = msgs
@@ -236,17 +226,6 @@ func content(tool string, out any, callErr error) (string, error) {
 		return "", fmt.Errorf("tool %s: output: %w", tool, err)
 	}
 	return string(b), nil
-}
-
-// stateAware splits a state-aware tool's result into its output and its
-// state updates.
-func stateAware(name string, out any) (any, map[string]any, error) {
-	m, ok := out.(map[string]any)
-	st, ok2 := m["state"].(map[string]any)
-	if !ok || (m["state"] != nil && !ok2) {
-		return nil, nil, runner.Permanent(fmt.Errorf("tool %s updates state, so it must return {output, state: {...}}, not %T", name, out))
-	}
-	return m["output"], st, nil
 }
 
 // count increments the Count field.

@@ -218,15 +218,38 @@ func (k *check) test(d *Document) {
 		}
 	}
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType})
-	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Mocks: map[string]Mock{}}
+	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
+		Mocks: map[string][]Mock{}}
 	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)
-	_ = decode(d.Get("mocks"), &t.Mocks)
+	pairs(d.Get("mocks"), func(key, v *yaml.Node) {
+		if v.Kind != yaml.SequenceNode {
+			v = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{v}}
+		}
+		var ms []Mock
+		_ = decode(v, &ms)
+		t.Mocks[key.Value] = ms
+	})
 	_ = decode(d.Get("script"), &t.Script)
-	_ = decode(d.Get("resume"), &t.Resume)
+	for _, n := range items(d.Get("resume")) {
+		var r ResumeStep
+		_ = decode(n, &r)
+		r.Value, r.Pos = runner.NormalizeJSON(toJSON(orEmpty(mapGet(n, "value")))), d.Pos(n)
+		if mapGet(n, "value") == nil {
+			r.Value = nil
+		}
+		t.Resume = append(t.Resume, r)
+	}
 	ex := d.Get("expect")
 	t.Expect.Status = scalarValue(mapGet(ex, "status"))
 	_ = decode(mapGet(ex, "path"), &t.Expect.Path)
 	_ = decode(mapGet(ex, "tool_calls"), &t.Expect.ToolCalls)
+	_ = decode(mapGet(ex, "tool_runs"), &t.Expect.ToolRuns)
+	if n := mapGet(ex, "approval"); n != nil {
+		t.Expect.Approval = &ExpectApproval{}
+		_ = decode(n, t.Expect.Approval)
+		t.Expect.Approval.Args, _ = runner.NormalizeJSON(toJSON(orEmpty(mapGet(n, "args")))).(map[string]any)
+	}
+	pairs(mapGet(ex, "tool_runs"), func(key, _ *yaml.Node) { k.ref(d, key, KindTool, "tool") })
 	for _, a := range items(mapGet(ex, "assert")) {
 		t.Expect.Assert = append(t.Expect.Assert, &Expression{Program: k.compile(d, a, docLang(d, Expr), env, BoolType), node: a})
 	}

@@ -41,7 +41,10 @@ type TestDef struct {
 	Pipeline string // the pipeline run: the target's, for an agent
 	Agent    string
 	Input    map[string]any
-	Mocks    map[string]Mock
+	Tenant   string
+	// Mocks replace tools: the n-th call of a tool gets its n-th mock, the
+	// last one repeating.
+	Mocks    map[string][]Mock
 	Script   []Reply
 	Resume   []ResumeStep
 	Expect   Expect
@@ -88,10 +91,15 @@ type Mock struct {
 }
 
 // ResumeStep is the value a paused test run is resumed with; Approve is
-// shorthand for {"approved": ...}.
+// shorthand for {"approved": ...}. After moves the test's clock forward
+// first (gate expiry); Refused expects the resume to be refused with an
+// error containing it, leaving the thread as it was.
 type ResumeStep struct {
-	Value   any   `yaml:"value"`
-	Approve *bool `yaml:"approve"`
+	Value   any           `yaml:"value"`
+	Approve *bool         `yaml:"approve"`
+	After   time.Duration `yaml:"after"`
+	Refused string        `yaml:"refused"`
+	Pos     Pos           `yaml:"-"`
 }
 
 // Expect is what a test checks after its last step.
@@ -99,7 +107,20 @@ type Expect struct {
 	Status    string
 	Path      []string
 	ToolCalls []string
-	Assert    []*Expression
+	// ToolRuns counts how often each tool ran (was really called).
+	ToolRuns map[string]int
+	// Approval is the approval the thread must be paused at.
+	Approval *ExpectApproval
+	Assert   []*Expression
+}
+
+// ExpectApproval is a pending approval a test expects: the gated tool,
+// its arguments (those given must match), the rule and checkpoint type.
+type ExpectApproval struct {
+	Tool           string         `yaml:"tool"`
+	Args           map[string]any `yaml:"args"`
+	Rule           string         `yaml:"rule"`
+	CheckpointType string         `yaml:"checkpoint_type"`
 }
 
 // ToolDef is a checked Tool document.

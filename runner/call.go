@@ -29,10 +29,13 @@ type ToolRequest struct {
 }
 
 // ToolOutcome is how one call ended: its record, and the call's error
-// (nil when it succeeded) for the model or the node to see.
+// (nil when it succeeded) for the model or the node to see. A state-aware
+// tool's state updates are merged by the step, after the node's update,
+// and the after_tool_call rules already see them.
 type ToolOutcome struct {
-	Exec *ToolExecution
-	Err  error
+	Exec  *ToolExecution
+	Err   error
+	state Update
 }
 
 // ArgsChecker is implemented by tools that validate their arguments; a
@@ -78,6 +81,9 @@ func (r *Run) CallTools(ctx context.Context, reqs []ToolRequest) ([]ToolOutcome,
 	}
 	if len(gated) > 0 {
 		if err := r.decide(gated); err != nil {
+			if intr := (*Interrupt)(nil); errors.As(err, &intr) {
+				r.seen(calls) // their before rules fired: not again on resume
+			}
 			return nil, err
 		}
 	}
@@ -102,7 +108,7 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	c := &toolCall{req: req, info: ToolInfo{ID: id, Name: s.Name, CapabilityKey: s.Capability, Mutating: s.Mutating,
 		Tags: s.Tags, Args: req.Args, Skill: req.Skill}}
 	if c.entry = r.journaled(id); c.entry != nil {
-		c.info.Args = c.entry.Args // frozen when the gate paused
+		c.info.Args, c.deny = c.entry.Args, c.entry.Deny // frozen when the gate paused
 		return c, nil
 	}
 	if be := r.meter.check("tool"); be != nil {
@@ -153,11 +159,13 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 	if MustStop(ctx.Err(), o.Err) {
 		return ToolOutcome{}, o.Err
 	}
-	if e != nil || c.req.Spec.Mutating {
-		o = r.record(c, o)
-	}
+	r.setState(o.state)
 	r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err)})
-	return r.after(c, o)
+	o, err := r.after(c, o)
+	if err == nil && (e != nil || c.req.Spec.Mutating) {
+		o = r.record(c, o) // a crash from here on does not run it again
+	}
+	return o, err
 }
 
 // invoke calls the tool with its timeout and an idempotency key derived
@@ -180,6 +188,10 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 		err = &TimeoutError{What: "tool " + c.info.Name, After: timeout}
 	}
 	exec.ExecutionTimeMS = r.now().Sub(start).Milliseconds()
+	var st Update
+	if err == nil && c.req.Spec.UpdatesState {
+		out, st, err = stateAware(c.info.Name, out)
+	}
 	exec.Output, exec.OK, exec.Status = out, err == nil, ToolSuccess
 	var te *TimeoutError
 	switch {
@@ -188,7 +200,18 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 	case err != nil:
 		exec.Status, exec.ErrorMessage = ToolFailed, err.Error()
 	}
-	return ToolOutcome{Exec: exec, Err: err}
+	return ToolOutcome{Exec: exec, Err: err, state: st}
+}
+
+// stateAware splits a state-aware tool's result into its output, for the
+// model, and its state updates.
+func stateAware(name string, out any) (any, Update, error) {
+	m, ok := out.(map[string]any)
+	st, ok2 := m["state"].(map[string]any)
+	if !ok || (m["state"] != nil && !ok2) {
+		return nil, nil, Permanent(fmt.Errorf("tool %s updates state, so it must return {output, state: {...}}, not %T", name, out))
+	}
+	return m["output"], st, nil
 }
 
 // after fires the after_tool_call rules on a call's result.
@@ -203,7 +226,7 @@ func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 		return r.withheld(c, o, f.deny), nil
 	case f.gate != nil:
 		// the result is journaled with the pause: the call never runs again
-		c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, Rule: f.gate.Key, After: true})
+		c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state, Rule: f.gate.Key, After: true})
 		c.entry.pausedAt(r.now(), f.gate.Action.HITL)
 		return r.decideAfter(c)
 	}

@@ -20,7 +20,7 @@ var errStore = errors.New("checkpoint store")
 type cpRecord struct {
 	node, next, status string
 	writes             Update
-	ruleWrites         Update // what rules set this step, merged after writes
+	sideWrites         Update // what calls and rules set this step, merged after writes
 	state              State
 	snapshot           bool
 	interrupt          *Interrupt
@@ -37,10 +37,11 @@ type meta struct {
 	// budget once a human extended it.
 	Usage  *RunUsage `json:"usage,omitempty"`
 	Budget *Budget   `json:"budget,omitempty"`
-	// RuleWrites are the state updates rules made this step; Journal the
+	// SideWrites are the state updates calls and rules made this step; Journal the
 	// calls of a step not yet finished (see gate.go); Tenant the tenant
 	// the thread runs for.
-	RuleWrites Update       `json:"rule_writes,omitempty"`
+	SideWrites Update       `json:"side_writes,omitempty"`
+	Pending    Update       `json:"pending,omitempty"` // the side writes of a step not done
 	Journal    []*callEntry `json:"journal,omitempty"`
 	Tenant     string       `json:"tenant,omitempty"`
 }
@@ -59,9 +60,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now()}
-	m := meta{Error: c.err, RuleWrites: c.ruleWrites}
+	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if len(r.calls) > 0 {
-		m.Journal = r.journalEntries()
+		m.Journal, m.Pending = r.journalEntries(), r.sideUpd
 	}
 	if r.ownsMeter {
 		m.Usage, m.Budget = r.meter.record(snap)
@@ -76,7 +77,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
-	if err == nil && (snap || c.err != nil || m.Usage != nil || m.RuleWrites != nil || m.Journal != nil) {
+	if err == nil && (snap || c.err != nil || m.Usage != nil || m.SideWrites != nil || m.Journal != nil) {
 		cp.Meta, err = json.Marshal(m)
 	}
 	if err != nil {
@@ -138,7 +139,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 		}
 		m.latest(&cm)
-		m.Journal = cm.Journal // only the newest checkpoint's: its step is not done
+		m.Journal, m.Pending = cm.Journal, cm.Pending // only the newest checkpoint's: its step is not done
 		if i == 0 {
 			continue
 		}
@@ -146,7 +147,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		if err := decodeInto(cp.Writes, &upd); err != nil {
 			return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 		}
-		for _, u := range []Update{upd, cm.RuleWrites} {
+		for _, u := range []Update{upd, cm.SideWrites} {
 			var err error
 			if state, err = merge(g, state, u); err != nil {
 				return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
@@ -246,12 +247,14 @@ func changedDefs(old, cur map[string]string) string {
 // normalize turns the JSON numbers of the meta's free-form values into
 // int64 or float64, as in the state.
 func (m *meta) normalize() {
-	NormalizeJSON(map[string]any(m.RuleWrites))
+	NormalizeJSON(map[string]any(m.SideWrites))
+	NormalizeJSON(map[string]any(m.Pending))
 	for _, e := range m.Journal {
 		NormalizeJSON(e.Args)
 		if e.Decision != nil {
 			NormalizeJSON(e.Decision.Args)
 		}
+		NormalizeJSON(map[string]any(e.State))
 		if e.Exec != nil {
 			NormalizeJSON(e.Exec.Input)
 			e.Exec.Output = NormalizeJSON(e.Exec.Output)

@@ -105,7 +105,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	}
 	r := e.newRun(g, thread, meta.Tenant)
 	r.id, r.step, r.input, r.snapSize = last.ID, last.Step, meta.Input, len(cps[0].Snapshot)
-	r.restoreJournal(meta.Journal)
+	r.restoreJournal(meta.Journal, meta.Pending)
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}

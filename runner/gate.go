@@ -47,6 +47,10 @@ type callEntry struct {
 	Expires  *time.Time     `json:"expires,omitempty"`
 	Decision *Decision      `json:"decision,omitempty"`
 	Exec     *ToolExecution `json:"exec,omitempty"`
+	State    Update         `json:"state,omitempty"` // a state-aware call's updates
+	// Deny is a before rule's denial, kept with the other calls of a
+	// round that paused (their rules do not fire again on resume).
+	Deny *DeniedError `json:"deny,omitempty"`
 }
 
 // awaiting reports whether the call waits for a verdict before it runs.
@@ -56,7 +60,7 @@ func (e *callEntry) awaiting() bool {
 
 // outcome is the recorded outcome of a call that ran.
 func (e *callEntry) outcome() ToolOutcome {
-	o := ToolOutcome{Exec: e.Exec}
+	o := ToolOutcome{Exec: e.Exec, state: e.State}
 	if !e.Exec.OK {
 		o.Err = errors.New(e.Exec.ErrorMessage)
 	}
@@ -81,13 +85,23 @@ func (r *Run) journal(e *callEntry) *callEntry {
 	return e
 }
 
+// seen journals the calls of a round that pauses at a gate, so that on
+// resume their before rules do not fire again.
+func (r *Run) seen(calls []*toolCall) {
+	for _, c := range calls {
+		if c.entry == nil {
+			c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Deny: c.deny})
+		}
+	}
+}
+
 // record journals a call's outcome durably, before the node goes on: a
 // crash after this point does not run the call again.
 func (r *Run) record(c *toolCall, o ToolOutcome) ToolOutcome {
-	e := &callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec}
+	e := &callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state}
 	if c.entry != nil {
 		cp := *c.entry
-		cp.Exec, e = o.Exec, &cp
+		cp.Exec, cp.State, e = o.Exec, o.state, &cp
 	}
 	c.entry = r.journal(e)
 	if err := r.saveJournal(); err != nil {
@@ -104,11 +118,13 @@ func (r *Run) saveJournal() error {
 	return r.checkpoint(context.Background(), cpRecord{node: r.in.Node, next: r.in.Node, status: StatusRunning, state: r.in.State})
 }
 
-// restoreJournal continues a step whose checkpoints journaled calls.
-func (r *Run) restoreJournal(entries []*callEntry) {
+// restoreJournal continues a step whose checkpoints journaled calls,
+// with the state updates its calls and rules had made.
+func (r *Run) restoreJournal(entries []*callEntry, pending Update) {
 	for _, e := range entries {
 		r.journal(e)
 	}
+	r.sideUpd = pending
 }
 
 // journalEntries returns the journal's entries, sorted by id.

@@ -162,26 +162,53 @@ func (r *Run) act(rule *Rule, vars map[string]any, f *firing) error {
 			}
 			upd[field] = v
 		}
-		r.setByRules(upd)
+		r.setState(upd)
 	}
 	return nil
 }
 
-// setByRules keeps a rule's state updates; the step merges them with its
-// node's update.
-func (r *Run) setByRules(upd Update) {
+// setState keeps state updates made by calls (state-aware tools) and
+// rules; the step merges them after its node's update, and rules fired
+// later in the step see them.
+func (r *Run) setState(upd Update) {
+	if len(upd) == 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ruleUpd == nil {
-		r.ruleUpd = Update{}
+	if r.sideUpd == nil {
+		r.sideUpd = Update{}
 	}
 	for k, v := range upd {
-		r.ruleUpd[k] = v
+		if old, ok := r.sideUpd[k]; ok {
+			if nv, err := r.Graph.Fields[k].Reducer(old, v); err == nil && r.Graph.Fields[k].Reducer != nil {
+				v = nv
+			}
+		}
+		r.sideUpd[k] = v
 	}
 }
 
+// stateView is the state as rules see it: the step's state with the
+// updates calls and rules made so far.
+func (r *Run) stateView() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sideUpd) == 0 {
+		return r.in.State
+	}
+	view := make(State, len(r.in.State))
+	for k, v := range r.in.State {
+		view[k] = v
+	}
+	if _, err := merge(r.Graph, view, r.sideUpd); err != nil {
+		return r.in.State
+	}
+	return view
+}
+
 // afterNode fires the after_node rules on the merged state, then merges
-// the state updates of every rule that fired this step. It returns those
+// the state updates calls and rules made this step. It returns those
 // updates: checkpoints keep them apart from the node's own.
 func (r *Run) afterNode(s *Step, merged State) (Update, error) {
 	r.in.State = merged
@@ -190,21 +217,21 @@ func (r *Run) afterNode(s *Step, merged State) (Update, error) {
 		err = f.abort
 	}
 	r.mu.Lock()
-	upd := r.ruleUpd
-	r.ruleUpd = nil
+	upd := r.sideUpd
+	r.sideUpd = nil
 	r.mu.Unlock()
 	if err != nil || len(upd) == 0 {
 		return nil, err
 	}
 	if _, err := merge(r.Graph, merged, upd); err != nil {
-		return nil, &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: a rule's set: %v", s.Name, err)}
+		return nil, &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: a tool's or a rule's state update: %v", s.Name, err)}
 	}
 	return upd, nil
 }
 
 // ruleVars is what every rule sees, with the trigger's own variables.
 func (r *Run) ruleVars(extra ...any) map[string]any {
-	vars := map[string]any{"state": r.in.State, "input": r.input, "budget": r.budget, "agent": r.agent}
+	vars := map[string]any{"state": r.stateView(), "input": r.input, "budget": r.budget, "agent": r.agent}
 	for i := 0; i+1 < len(extra); i += 2 {
 		vars[extra[i].(string)] = extra[i+1]
 	}

@@ -35,10 +35,11 @@ type Run struct {
 	// rules see it.
 	rules map[string][]*Rule
 	agent map[string]any
-	// mu guards what calls of one step share: the rules' state updates,
-	// the journal of the step's calls, and the verdict of a resumed gate.
+	// mu guards what calls of one step share: the state updates of calls
+	// and rules, the journal of the step's calls, the verdict of a resumed
+	// gate.
 	mu           sync.Mutex
-	ruleUpd      Update
+	sideUpd      Update
 	calls        map[string]*callEntry
 	awaiting     []string // the calls the resumed gate decides
 	verdictTaken bool
@@ -125,7 +126,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
-	ruleUpd, err := r.afterNode(s, merged)
+	sideUpd, err := r.afterNode(s, merged)
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +144,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	if next == End {
 		status = StatusCompleted
 	}
-	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, ruleWrites: ruleUpd, state: merged}); err != nil {
+	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, sideWrites: sideUpd, state: merged}); err != nil {
 		return "", err
 	}
 	if r.engine.Sink != nil {

@@ -88,20 +88,61 @@ func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *ds
 	}
 	st, _ := store.Open("memory:")
 	defer st.Close()
-	e := &runner.Engine{Store: st, Sink: calls.record}
+	clock := &testClock{}
+	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}
 	res, err := e.Run(ctx, g, "test", t.Input)
 	path := []string{}
+	var problems []string
 	for i := 0; err == nil; i++ {
 		path = append(path, res.Path...)
 		if res.Status != runner.StatusInterrupted || i >= len(t.Resume) {
 			break
 		}
-		res, err = e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(t.Resume[i])})
+		step := t.Resume[i]
+		clock.advance(step.After)
+		next, rerr := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
+		switch {
+		case step.Refused == "" && rerr != nil:
+			err = rerr
+		case step.Refused != "" && (rerr == nil || !strings.Contains(rerr.Error(), step.Refused)):
+			problems = append(problems, fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(rerr, "no error")))
+		case step.Refused == "":
+			res = next
+		}
+		if rerr != nil {
+			res.Path = nil // refused: the thread is where it was
+		}
 	}
 	if err != nil {
-		return []string{err.Error()}
+		return append(problems, err.Error())
 	}
-	return expectations(t, res, path, calls.names())
+	return append(problems, expectations(t, res, path, calls.names())...)
+}
+
+// testClock is a test's clock: real time, moved forward by resume steps'
+// after:, so gate expiry is tested without waiting.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+func errOr(err error, alt string) string {
+	if err == nil {
+		return alt
+	}
+	return err.Error()
 }
 
 // expectations compares a test's outcome with what it expects.
@@ -121,6 +162,14 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 	if ex.ToolCalls != nil && !slices.Equal(calls, ex.ToolCalls) {
 		out = append(out, fmt.Sprintf("tool calls\n  got:  %v\n  want: %v", calls, ex.ToolCalls))
 	}
+	for tool, want := range ex.ToolRuns {
+		if got := countOf(calls, tool); got != want {
+			out = append(out, fmt.Sprintf("tool %s ran %d times, want %d", tool, got, want))
+		}
+	}
+	if ex.Approval != nil {
+		out = append(out, approvalProblems(ex.Approval, res.Interrupt)...)
+	}
 	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status}
 	for _, a := range ex.Assert {
 		ok, err := a.Program.EvalBool(vars)
@@ -129,6 +178,53 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 		}
 	}
 	return out
+}
+
+// approvalProblems compares the pending approval with the expected one.
+func approvalProblems(want *dsl.ExpectApproval, intr *runner.Interrupt) []string {
+	if intr == nil || intr.Rule == "" {
+		return []string{fmt.Sprintf("no pending approval, want one for %s", want.Tool)}
+	}
+	var out []string
+	if want.Rule != "" && intr.Rule != want.Rule {
+		out = append(out, fmt.Sprintf("approval rule %s, want %s", intr.Rule, want.Rule))
+	}
+	if ct, _ := intr.Payload["checkpoint_type"].(string); want.CheckpointType != "" && ct != want.CheckpointType {
+		out = append(out, fmt.Sprintf("approval checkpoint_type %s, want %s", ct, want.CheckpointType))
+	}
+	acts, _ := intr.Payload["action_requests"].([]any)
+	for _, a := range acts {
+		act, _ := a.(map[string]any)
+		if act["name"] != want.Tool {
+			continue
+		}
+		args, _ := act["args"].(map[string]any)
+		for k, v := range want.Args {
+			if compactJSON(args[k]) != compactJSON(v) {
+				out = append(out, fmt.Sprintf("approval of %s: args.%s = %s, want %s", want.Tool, k, compactJSON(args[k]), compactJSON(v)))
+			}
+		}
+		return out
+	}
+	return append(out, fmt.Sprintf("the pending approval is for %v, not %s", namesIn(acts), want.Tool))
+}
+
+func namesIn(acts []any) []any {
+	var out []any
+	for _, a := range acts {
+		out = append(out, a.(map[string]any)["name"])
+	}
+	return out
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }
 
 // errSuffix renders an optional error as " (message)".
@@ -146,12 +242,19 @@ func resumeOf(r dsl.ResumeStep) any {
 	return r.Value
 }
 
-// mocks turns a test's mocks into tools.
-func mocks(proj *dsl.Project, ms map[string]dsl.Mock) (map[string]runner.Tool, error) {
+// mocks turns a test's mocks into tools: the n-th call of a tool gets its
+// n-th mock, the last repeating.
+func mocks(proj *dsl.Project, ms map[string][]dsl.Mock) (map[string]runner.Tool, error) {
 	out := map[string]runner.Tool{}
-	for name, m := range ms {
+	for name, seq := range ms {
 		var err error
+		var mu sync.Mutex
+		n := 0
 		out[name], err = builtins.Checked(proj.Tools[name], runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
+			mu.Lock()
+			m := seq[min(n, len(seq)-1)]
+			n++
+			mu.Unlock()
 			if err := runner.Sleep(ctx, m.Delay); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,509 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runTimeout bounds every run of the binary and every wait for one.
+const runTimeout = 10 * time.Second
+
+// clerkAgent is an agent whose model asks to create entities through a
+// mutating HTTP tool, which a platform rule gates: every round of
+// create_entity calls pauses for a reviewer before any call runs.
+const clerkAgent = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: loop}
+state:
+  messages: {type: array, reducer: messages}
+  pending_tool_calls: {type: array}
+  records: {type: array, reducer: append}
+limits: {max_steps: 20}
+start: ask
+nodes:
+  ask:
+    type: llm
+    with: {tools: [create_entity]}
+    next:
+      - when: len(state.pending_tool_calls) > 0
+        to: act
+      - to: END
+  act:
+    type: tools
+    with: {record: records}
+    next: ask
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: platform}
+scope: platform
+rules:
+  - key: platform:hitl_on_mutating_capability
+    on: before_tool_call
+    when: tool.mutating
+    do: {require_hitl: {checkpoint_type: mutation}}
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: clerk}
+pipeline: loop
+model: tiny
+rules: [platform]
+---
+apiVersion: runner/v1
+kind: Model
+metadata: {name: tiny}
+provider: scripted
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: create_entity}
+capability: create_entity
+mutating: true
+parameters:
+  type: object
+  properties: {name: {type: string}}
+  required: [name]
+http:
+  method: POST
+  url: "%s/entities"
+  body: '{"name": args.name}'
+  allow_hosts: [%q]
+`
+
+// entityService is the create_entity service of the approval crash test.
+// Like stepService it executes a call once per Idempotency-Key and answers
+// a repeated key from memory. Armed with a trap, it SIGKILLs the runner
+// under test when the trap's key arrives, before or after executing it,
+// and never answers that request.
+type entityService struct {
+	mu       sync.Mutex
+	requests map[string]int // idempotency key -> requests
+	executed map[string]int // idempotency key -> executions
+	answers  map[string][]byte
+	trap     *trap         // fires once, then is cleared
+	proc     *os.Process   // the runner running now
+	exited   chan struct{} // closed once proc has been waited for
+	killed   bool          // the trap fired on proc
+}
+
+// trap says which request kills the runner, and when.
+type trap struct {
+	key       string
+	afterExec bool // execute (and remember the answer) first
+}
+
+func newEntityService() *entityService {
+	return &entityService{requests: map[string]int{}, executed: map[string]int{}, answers: map[string][]byte{}}
+}
+
+func (s *entityService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	var body struct{ Name string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || key == "" || r.Method != http.MethodPost {
+		http.Error(w, fmt.Sprintf("want a POST with an Idempotency-Key and a JSON body: %v", err), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests[key]++
+	ans, seen := s.answers[key]
+	tr := s.trap
+	if tr != nil && tr.key == key {
+		s.trap = nil
+	} else {
+		tr = nil
+	}
+	if !seen && (tr == nil || tr.afterExec) {
+		ans = []byte(fmt.Sprintf(`{"created": %q}`, body.Name))
+		s.executed[key]++
+		s.answers[key] = ans
+	}
+	if tr != nil {
+		s.kill() // unlocks s.mu
+		panic(http.ErrAbortHandler)
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(ans)
+}
+
+// kill SIGKILLs the runner, which holds s.mu, and waits (unlocked) until it
+// is gone, so that nothing it might still do races the test.
+func (s *entityService) kill() {
+	exited := s.exited
+	if s.proc != nil {
+		_ = s.proc.Kill()
+		s.killed = true
+	}
+	s.mu.Unlock()
+	select {
+	case <-exited:
+	case <-time.After(runTimeout):
+	}
+}
+
+// arm sets the trap of the next run.
+func (s *entityService) arm(t *trap) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trap, s.killed = t, false
+}
+
+// counts returns, for the keys of thread, the requests and executions so
+// far, keyed by call id.
+func (s *entityService) counts(thread string) (requests, executed map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pick := func(m map[string]int) map[string]int {
+		out := map[string]int{}
+		for k, n := range m {
+			if id, ok := strings.CutPrefix(k, thread+":"); ok {
+				out[id] = n
+			}
+		}
+		return out
+	}
+	return pick(s.requests), pick(s.executed)
+}
+
+// approvalRig runs the clerk agent with the built binary, a SQLite store and
+// entityService for create_entity.
+type approvalRig struct {
+	bin, dir, db string
+	svc          *entityService
+}
+
+// result is how one run of the binary ended.
+type result struct {
+	code           int // -1: killed
+	killed         bool
+	stdout, stderr string
+}
+
+func newApprovalRig(t *testing.T) *approvalRig {
+	t.Helper()
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newEntityService()
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, srv.URL, strings.TrimPrefix(srv.URL, "http://")))
+	return &approvalRig{bin: bin, dir: dir, db: "sqlite:" + filepath.Join(dir, "state.db"), svc: svc}
+}
+
+// command is a runner command in the project's directory.
+func (g *approvalRig) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(g.bin, append(args, "--store", g.db)...)
+	cmd.Dir, cmd.Env = g.dir, append(os.Environ(), "RUNNER_PATHS=clerk.yaml")
+	return cmd
+}
+
+// exec runs `runner exec clerk` with script and args, to its end or until
+// the service kills it, within runTimeout.
+func (g *approvalRig) exec(t *testing.T, script string, args ...string) result {
+	t.Helper()
+	cmd := g.command(append([]string{"exec", "clerk", "--script", script}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	exited := make(chan struct{})
+	g.svc.mu.Lock() // no request reaches the service before it knows proc
+	err := cmd.Start()
+	if err == nil {
+		g.svc.proc, g.svc.exited = cmd.Process, exited
+	}
+	g.svc.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(runTimeout, func() { _ = cmd.Process.Kill() })
+	_ = cmd.Wait()
+	stopped := timer.Stop()
+	close(exited)
+	g.svc.mu.Lock()
+	killed := g.svc.killed
+	g.svc.proc, g.svc.killed = nil, false
+	g.svc.mu.Unlock()
+	if !stopped {
+		t.Fatalf("runner %s did not end within %v\nstderr:\n%s", strings.Join(args, " "), runTimeout, &stderr)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), killed: killed, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// output runs a command that must succeed and returns its stdout.
+func (g *approvalRig) output(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := g.command(args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("runner %s: %v\n%s", strings.Join(args, " "), err, &stderr)
+	}
+	return string(out)
+}
+
+// script writes a scripted model that asks, in one round, to create each
+// of names (calls c1, c2, ...), then closes.
+func (g *approvalRig) script(t *testing.T, names []string) string {
+	t.Helper()
+	var calls []string
+	for i, name := range names {
+		calls = append(calls, fmt.Sprintf("{id: c%d, name: create_entity, args: {name: %s}}", i+1, name))
+	}
+	file := fmt.Sprintf("script-%d.yaml", len(names))
+	writeFile(t, filepath.Join(g.dir, file), fmt.Sprintf("- {node: ask, tool_calls: [%s]}\n- {node: ask, text: Done.}\n", strings.Join(calls, ", ")))
+	return file
+}
+
+// approvedRun runs a thread that pauses and is approved, without a crash,
+// and returns its final state.
+func (g *approvalRig) approvedRun(t *testing.T, script, thread string) map[string]any {
+	t.Helper()
+	if res := g.exec(t, script, "--thread", thread); res.code != exitPaused {
+		t.Fatalf("reference run: exit %d, want %d (paused)\n%s", res.code, exitPaused, res.stderr)
+	}
+	res := g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`)
+	if res.code != exitCompleted {
+		t.Fatalf("reference approval: exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	return finalState(t, res.stdout)
+}
+
+// newestCheckpoint is what the test reads of a thread's newest checkpoint.
+type newestCheckpoint struct {
+	Node, Next, Status string
+	Meta               struct {
+		Journal []struct {
+			ID       string
+			Decision *struct{ Type string }
+			Exec     *struct{ Status string }
+		}
+	}
+}
+
+// TestApprovalExactlyOnceAcrossCrashes pauses a real `runner exec` at an
+// approval gate on a mutating HTTP tool, approves the calls, and has the
+// tool service SIGKILL the runner at the worst moments: after the verdict
+// was journaled but before the call executed, after it executed but before
+// the runner saw the answer, and between two calls of one approved round.
+// A resume without a value must finish the round exactly once per call —
+// the journaled verdict stands, a journaled result is reused, a call
+// repeated after a crash carries the same Idempotency-Key — and end in the
+// state of an approved run that never crashed.
+func TestApprovalExactlyOnceAcrossCrashes(t *testing.T) {
+	g := newApprovalRig(t)
+	for _, tc := range []struct {
+		name  string
+		names []string // the entities of the round: calls c1, c2, ...
+		trap  trap     // its key is a call id here
+		// what the service saw when the runner died, and in the end
+		crashRequests, crashExecuted, requests map[string]int
+		// the calls whose result the runner had journaled when it died
+		journaled []string
+	}{
+		{
+			name: "kill between approval and execution", names: []string{"Alpha"},
+			trap:          trap{key: "c1"},
+			crashRequests: map[string]int{"c1": 1}, crashExecuted: map[string]int{},
+			requests: map[string]int{"c1": 2},
+		},
+		{
+			name: "kill after execution, before the answer", names: []string{"Alpha"},
+			trap:          trap{key: "c1", afterExec: true},
+			crashRequests: map[string]int{"c1": 1}, crashExecuted: map[string]int{"c1": 1},
+			requests: map[string]int{"c1": 2},
+		},
+		{
+			name: "kill between two approved calls", names: []string{"Alpha", "Beta"},
+			trap:          trap{key: "c2"},
+			crashRequests: map[string]int{"c1": 1, "c2": 1}, crashExecuted: map[string]int{"c1": 1},
+			requests: map[string]int{"c1": 1, "c2": 2}, journaled: []string{"c1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := g.script(t, tc.names)
+			thread := strings.ReplaceAll(tc.name, " ", "-")
+			thread = strings.ReplaceAll(thread, ",", "")
+			ids := make([]string, len(tc.names))
+			for i := range ids {
+				ids[i] = fmt.Sprintf("c%d", i+1)
+			}
+
+			// the run pauses before any call reaches the service
+			if res := g.exec(t, script, "--thread", thread); res.code != exitPaused {
+				t.Fatalf("run: exit %d, want %d (paused)\nstderr:\n%s", res.code, exitPaused, res.stderr)
+			}
+			g.checkCounts(t, "paused", thread, map[string]int{}, map[string]int{})
+
+			// the approval's run dies inside the round
+			g.svc.arm(&trap{key: thread + ":" + tc.trap.key, afterExec: tc.trap.afterExec})
+			res := g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`)
+			if !res.killed || res.code != -1 {
+				t.Fatalf("approval: exit %d (killed by the service: %v), want killed by the service at %s\nstdout:\n%s\nstderr:\n%s",
+					res.code, res.killed, tc.trap.key, res.stdout, res.stderr)
+			}
+			g.checkCounts(t, "killed", thread, tc.crashRequests, tc.crashExecuted)
+			g.checkJournal(t, thread, ids, tc.journaled)
+
+			// a resume without a value finishes the round from the journal
+			res = g.exec(t, script, "--resume", thread)
+			if res.code != exitCompleted {
+				t.Fatalf("resume: exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
+			}
+			executed := map[string]int{}
+			for _, id := range ids {
+				executed[id] = 1
+			}
+			g.checkCounts(t, "resumed", thread, tc.requests, executed)
+			got := finalState(t, res.stdout)
+			checkCreated(t, got, tc.names)
+			if want := g.approvedRun(t, script, "reference-"+thread); !reflect.DeepEqual(got, want) {
+				t.Errorf("state after the crash and resume (timestamps and durations left out):\n%s\nwant (approved, no crash):\n%s", indent(got), indent(want))
+			}
+
+			// the finished thread takes no second approval
+			hist := g.output(t, "threads", "history", thread)
+			res = g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`)
+			if res.code == exitCompleted || res.code == exitPaused || !strings.Contains(res.stderr, "already completed") {
+				t.Errorf("a second approval of the completed thread: exit %d, stderr %q; want it refused (exit 1, already completed)", res.code, res.stderr)
+			}
+			if after := g.output(t, "threads", "history", thread); after != hist {
+				t.Errorf("a refused approval changed the thread's history:\n%s\nwant:\n%s", after, hist)
+			}
+			g.checkCounts(t, "refused", thread, tc.requests, executed)
+		})
+	}
+}
+
+// checkCounts compares the service's requests and executions for thread's
+// keys, by call id, with what they must be at a stage of the scenario.
+func (g *approvalRig) checkCounts(t *testing.T, stage, thread string, requests, executed map[string]int) {
+	t.Helper()
+	gotReq, gotExec := g.svc.counts(thread)
+	if !maps.Equal(gotReq, requests) {
+		t.Errorf("%s: requests by key %s:<id> = %v, want %v", stage, thread, gotReq, requests)
+	}
+	if !maps.Equal(gotExec, executed) {
+		t.Errorf("%s: executions by key %s:<id> = %v, want %v", stage, thread, gotExec, executed)
+	}
+}
+
+// checkJournal checks that the thread's newest checkpoint, written inside
+// the round, journals an approval of every call and a result for exactly
+// the calls in journaled.
+func (g *approvalRig) checkJournal(t *testing.T, thread string, ids, journaled []string) {
+	t.Helper()
+	var cp newestCheckpoint
+	if err := json.Unmarshal([]byte(g.output(t, "threads", "show", thread)), &cp); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Node != "act" || cp.Next != "act" || cp.Status != "running" {
+		t.Errorf("newest checkpoint after the crash: node %s, next %s, status %s; want act, act, running", cp.Node, cp.Next, cp.Status)
+	}
+	var got []string
+	for _, e := range cp.Meta.Journal {
+		d, ran := "none", "not run"
+		if e.Decision != nil {
+			d = e.Decision.Type
+		}
+		if e.Exec != nil {
+			ran = e.Exec.Status
+		}
+		got = append(got, fmt.Sprintf("%s: %s, %s", e.ID, d, ran))
+	}
+	var want []string
+	for _, id := range ids {
+		ran := "not run"
+		if slices.Contains(journaled, id) {
+			ran = "SUCCESS"
+		}
+		want = append(want, fmt.Sprintf("%s: approve, %s", id, ran))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("journal after the crash = %q, want %q", got, want)
+	}
+}
+
+// finalState decodes exec's output, leaving out what differs between two
+// identical runs: the records' timestamps and durations.
+func finalState(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	var state map[string]any
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	if err := dec.Decode(&state); err != nil {
+		t.Fatalf("output %q: %v", stdout, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("output %q: more than one JSON value", stdout)
+	}
+	records, _ := state["records"].([]any)
+	for _, r := range records {
+		if m, ok := r.(map[string]any); ok {
+			delete(m, "timestamp")
+			delete(m, "execution_time_ms")
+		}
+	}
+	return state
+}
+
+// checkCreated checks the state of a finished approved round: one
+// successful record and one tool message per entity, in order, each with
+// the service's answer, and the model's closing reply last.
+func checkCreated(t *testing.T, state map[string]any, names []string) {
+	t.Helper()
+	var got, want []string
+	for _, r := range listOf(state["records"]) {
+		m, _ := r.(map[string]any)
+		got = append(got, fmt.Sprintf("record %v %v %v %v", m["call_id"], m["status"], m["ok"], m["output"]))
+	}
+	for _, msg := range listOf(state["messages"]) {
+		m, _ := msg.(map[string]any)
+		switch m["role"] {
+		case "tool":
+			got = append(got, fmt.Sprintf("tool %v %v", m["tool_call_id"], m["content"]))
+		case "assistant":
+			got = append(got, fmt.Sprintf("assistant %d call(s) %v", len(listOf(m["tool_calls"])), m["content"]))
+		}
+	}
+	for i, name := range names {
+		want = append(want, fmt.Sprintf("record c%d SUCCESS true map[created:%s]", i+1, name))
+	}
+	want = append(want, fmt.Sprintf("assistant %d call(s) ", len(names)))
+	for i, name := range names {
+		want = append(want, fmt.Sprintf(`tool c%d {"created":%q}`, i+1, name))
+	}
+	want = append(want, "assistant 0 call(s) Done.")
+	if !slices.Equal(got, want) {
+		t.Errorf("final state:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if p := listOf(state["pending_tool_calls"]); len(p) != 0 {
+		t.Errorf("pending_tool_calls = %v, want none", p)
+	}
+}
+
+func listOf(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func indent(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
