@@ -18,12 +18,14 @@ type InterruptConfig struct {
 	// ResumeSchema validates the resume value, which is written to Into.
 	ResumeSchema map[string]any `yaml:"resume_schema"`
 	Into         dsl.FieldRef   `yaml:"into"`
+	// When, if set, pauses only when it holds; otherwise the node passes.
+	When dsl.Condition `yaml:"when"`
 }
 
 // InterruptNode pauses the thread until a human resumes it.
 var InterruptNode = dsl.NodeType{
 	Name: "interrupt",
-	Doc:  "Pauses the thread with a payload until resumed; the resume value is validated against resume_schema and written to the `into` field.",
+	Doc:  "Pauses the thread with a payload until resumed (only when `when` holds, if set); the resume value is validated against resume_schema and written to the `into` field.",
 	Schema: `{
   "type": "object",
   "properties": {
@@ -31,7 +33,8 @@ var InterruptNode = dsl.NodeType{
     "message": {"type": "string"},
     "payload": {"type": "object", "additionalProperties": {"$ref": "defs.json#/$defs/expression"}},
     "resume_schema": {"$ref": "defs.json#/$defs/jsonSchema"},
-    "into": {"$ref": "defs.json#/$defs/name"}
+    "into": {"$ref": "defs.json#/$defs/name"},
+    "when": {"$ref": "defs.json#/$defs/expression"}
   },
   "required": ["kind", "into"],
   "additionalProperties": false
@@ -61,6 +64,9 @@ type interruptNode struct {
 // Run raises the interrupt, or validates and stores the resume value.
 func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update, error) {
 	if !in.Resumed {
+		if pause, err := evalCond(n.cfg.When.Program, in.Vars(), true, "when"); err != nil || !pause {
+			return nil, err
+		}
 		return nil, n.interrupt(in)
 	}
 	if n.schema != nil {
