@@ -47,7 +47,7 @@ func comparable(t *testing.T, s runner.State) string {
 	b, _ := json.Marshal(s)
 	var v map[string]any
 	_ = json.Unmarshal(b, &v)
-	for _, field := range []string{"tool_executions", "planner_decisions"} {
+	for _, field := range []string{"tool_executions", "planner_decisions", "records"} {
 		list, _ := v[field].([]any)
 		for _, r := range list {
 			delete(r.(map[string]any), "timestamp")

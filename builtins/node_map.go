@@ -82,7 +82,7 @@ func (n *mapNode) Run(ctx context.Context, in *runner.Input) (runner.Update, err
 	for i, item := range list {
 		g.Go(func() error {
 			r, err := n.call(gctx, in, vars, i, item)
-			if err != nil && n.cfg.OnFailure != "continue" {
+			if err != nil && (n.cfg.OnFailure != "continue" || runner.MustStop(gctx.Err(), err)) {
 				return fmt.Errorf("element %d: %w", i, err)
 			}
 			if err != nil {

@@ -87,10 +87,8 @@ type toolsNode struct {
 // from the messages (no assistant tool call is left unanswered while the
 // thread waits) and put back, with the calls as decided, when it runs.
 func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
-	if !in.Resumed { // a resumed round was counted when it first ran
-		if err := in.Run.Iterate(); err != nil {
-			return nil, err
-		}
+	if err := in.Run.Iterate(); err != nil {
+		return nil, err
 	}
 	o, err := n.tools.visible(in.Vars())
 	if err != nil {

@@ -2,6 +2,8 @@ package builtins_test
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // gateSrc is an agent whose model asks to look an entity up and create
@@ -128,19 +131,28 @@ var askToCreate = []dsl.Reply{
 	{Node: "ask", Text: "Done."},
 }
 
-// counter counts the calls of a tool and who asked.
+// counter is an idempotent service behind a tool: it executes a call
+// once per idempotency key, answering a repeated key from memory, and
+// counts both.
 type counter struct {
-	mu   sync.Mutex
-	args []map[string]any
-	keys []string
+	mu       sync.Mutex
+	args     []map[string]any // of each execution
+	keys     []string
+	answers  map[string]any
+	requests int
 }
 
 func (c *counter) tool(t *testing.T, proj *dsl.Project, name string) runner.Tool {
 	impl := runner.ToolFunc(func(_ context.Context, call *runner.ToolCall) (any, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.requests++
+		if ans, ok := c.answers[call.Key]; ok {
+			return ans, nil
+		}
 		c.args, c.keys = append(c.args, call.Args), append(c.keys, call.Key)
-		return "created " + call.Args["name"].(string), nil
+		c.answers[call.Key] = "created " + call.Args["name"].(string)
+		return c.answers[call.Key], nil
 	})
 	tool, err := builtins.Checked(proj.Tools[name], impl)
 	if err != nil {
@@ -160,7 +172,7 @@ func gateRig(t *testing.T, script []dsl.Reply) (*runner.Graph, *counter) {
 	t.Helper()
 	docs, diags := dsl.Parse("gate.yaml", []byte(gateSrc))
 	c, proj := checked(t, docs, diags)
-	cnt := &counter{}
+	cnt := &counter{answers: map[string]any{}}
 	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"],
 		Provider: builtins.ScriptedProviders(script), Mocks: map[string]runner.Tool{"create_entity": cnt.tool(t, proj, "create_entity")}})
 	if err != nil {
@@ -251,5 +263,120 @@ func TestGateDecisions(t *testing.T) {
 				t.Errorf("idempotency key %q, want t1:c2", cnt.keys[0])
 			}
 		})
+	}
+}
+
+func TestGateFailsClosed(t *testing.T) {
+	g, cnt := gateRig(t, askToCreate)
+	e := engine(t)
+	paused(t, e, g, cnt)
+	bad := []struct {
+		name  string
+		value any
+		want  string
+	}{
+		{"no verdict", nil, "waits for a decision"},
+		{"unknown type", map[string]any{"decisions": []any{map[string]any{"type": "maybe"}}}, `unknown decision type "maybe"`},
+		{"one too many", map[string]any{"decisions": []any{map[string]any{"type": "approve"}, map[string]any{"type": "approve"}}}, "2 decision(s) for 1 gated call"},
+		{"not an object", "yes", "not string"},
+		{"invalid edit", map[string]any{"decisions": []any{map[string]any{"type": "edit", "edited_action": map[string]any{"args": map[string]any{"name": "X"}}}}}, "invalid arguments"},
+		{"edit without args", map[string]any{"decisions": []any{map[string]any{"type": "edit"}}}, "edited_action"},
+	}
+	for _, b := range bad {
+		_, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: b.value})
+		if !errors.Is(err, runner.ErrInvalidResume) || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%s: resume error %v, want one containing %q", b.name, err, b.want)
+		}
+	}
+	if cnt.calls() != 0 {
+		t.Fatalf("a refused verdict ran the tool %d times", cnt.calls())
+	}
+	res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: map[string]any{"approved": true}})
+	if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 1 {
+		t.Fatalf("approve after refusals: %v %+v, %d calls", err, res, cnt.calls())
+	}
+	_, err = e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: map[string]any{"approved": true}})
+	if err == nil || cnt.calls() != 1 {
+		t.Fatalf("a second verdict was accepted (%v) or ran the tool again (%d)", err, cnt.calls())
+	}
+}
+
+// TestGateColdResume resumes in a new engine, with definitions compiled
+// again, over the same SQLite file — as after a restart — and ends where a
+// warm resume ends, the tool having run once.
+func TestGateColdResume(t *testing.T) {
+	approve := map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}
+	final := func(cold bool) string {
+		db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+		open := func() store.Store {
+			st, err := store.Open(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		st := open()
+		g, cnt := gateRig(t, askToCreate)
+		paused(t, &runner.Engine{Store: st}, g, cnt)
+		if cold {
+			st.Close()
+			st = open()
+			g, cnt = gateRig(t, askToCreate)
+		}
+		defer st.Close()
+		res, err := (&runner.Engine{Store: st}).Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
+		if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 1 {
+			t.Fatalf("cold=%v: %v %+v; the tool ran %d times", cold, err, res, cnt.calls())
+		}
+		return comparable(t, res.State)
+	}
+	if warm, cold := final(false), final(true); warm != cold {
+		t.Errorf("cold resume ends in\n%s\nwarm in\n%s", cold, warm)
+	}
+}
+
+// TestGateCrash kills the process (its store) at every checkpoint of the
+// approved resume, then resumes in a new engine: the gated call executes
+// once in all — its result journaled, or, killed between the call and
+// the journal, repeated with the same idempotency key — and the thread
+// ends as an uninterrupted one.
+func TestGateCrash(t *testing.T) {
+	approve := map[string]any{"approved": true}
+	ref := func() (string, int, runner.RunUsage) {
+		g, cnt := gateRig(t, askToCreate)
+		e := engine(t)
+		paused(t, e, g, cnt)
+		res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return comparable(t, res.State), int(res.Checkpoint), res.Usage
+	}
+	want, last, usage := ref()
+	for n := 1; n <= last; n++ {
+		g, cnt := gateRig(t, askToCreate)
+		mem, _ := store.Open("memory:")
+		paused(t, &runner.Engine{Store: mem}, g, cnt)
+		_, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}}).Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
+		if err == nil {
+			break // the resume needed fewer checkpoints
+		}
+		e := &runner.Engine{Store: mem}
+		res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{})
+		if errors.Is(err, runner.ErrInvalidResume) { // died before the verdict was recorded: give it again
+			res, err = e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
+		}
+		if err != nil || res.Status != runner.StatusCompleted {
+			t.Fatalf("killed at put %d: resume: %v %+v", n, err, res)
+		}
+		if cnt.calls() != 1 || cnt.requests > 2 || cnt.keys[0] != "t1:c2" {
+			t.Errorf("killed at put %d: create_entity executed %d times (%d requests, keys %v)", n, cnt.calls(), cnt.requests, cnt.keys)
+		}
+		if res.Usage != usage {
+			t.Errorf("killed at put %d: usage %+v, want %+v (a resumed round is counted once)", n, res.Usage, usage)
+		}
+		if got := comparable(t, res.State); got != want {
+			t.Errorf("killed at put %d: state\n%s\nwant\n%s", n, got, want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package dsl
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -72,7 +74,11 @@ func (c *compilation) compileCEL() evaluator {
 	}
 	c.checkResult(celKind(checked.OutputType()), 0)
 	c.celCost(ce, checked)
-	prg, err := ce.env.Program(checked, cel.CostLimit(CELCostLimit))
+	var opts []cel.ProgramOption
+	if !sizeBounded(ce, checked) {
+		opts = append(opts, cel.CostLimit(CELCostLimit))
+	}
+	prg, err := ce.env.Program(checked, opts...)
 	if err != nil {
 		c.errorAt(0, "%v", err)
 		return nil
@@ -125,14 +131,24 @@ func (c *compilation) celCost(ce *celEnv, checked *cel.Ast) {
 	}
 }
 
-// celSizer assumes CELAssumedSize for the size of any value read from a
-// variable, so that loops over state lists have a finite estimated cost.
-type celSizer struct{}
+// sizeBounded reports whether an expression's cost is within the runtime
+// limit whatever the size of the values it reads — no loop, no string or
+// list operation that grows with its input — so that evaluating it needs
+// no cost tracking (a third of a simple condition's time).
+func sizeBounded(ce *celEnv, checked *cel.Ast) bool {
+	est, err := ce.env.EstimateCost(checked, celSizer{max: math.MaxUint32})
+	return err == nil && est.Max <= CELCostLimit
+}
+
+// celSizer assumes CELAssumedSize (or max, when set) for the size of any
+// value read from a variable, so that loops over state lists have a
+// finite estimated cost.
+type celSizer struct{ max uint64 }
 
 // EstimateSize implements cost.Estimator.
-func (celSizer) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+func (s celSizer) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if len(n.Path()) > 0 {
-		return &cost.SizeEstimate{Min: 0, Max: CELAssumedSize}
+		return &cost.SizeEstimate{Min: 0, Max: cmp.Or(s.max, CELAssumedSize)}
 	}
 	return nil
 }

@@ -435,3 +435,28 @@ func BenchmarkEval(b *testing.B) {
 		})
 	}
 }
+
+// TestCELCostTracking runs conditions whose cost does not grow with their
+// input without the runtime cost tracker, and every other one with it.
+func TestCELCostTracking(t *testing.T) {
+	tests := []struct {
+		text    string
+		bounded bool
+	}{
+		{`state.step_count >= 3`, true},
+		{`state.next_action in ["a", "b", "c"] || state.status == "x"`, true},
+		{`state.completed_steps.exists(s, s == "x")`, false},
+		{`state.status.contains("x")`, false},
+	}
+	for _, tt := range tests {
+		p, ds := Compile(Source{Text: tt.text, Lang: CEL}, testEnv(), BoolType)
+		if p == nil {
+			t.Fatalf("Compile(%q): %v", tt.text, ds)
+		}
+		ce, _ := testEnv().celEnv()
+		parsed, _ := ce.env.Compile(tt.text)
+		if got := sizeBounded(ce, parsed); got != tt.bounded {
+			t.Errorf("sizeBounded(%q) = %v, want %v", tt.text, got, tt.bounded)
+		}
+	}
+}

@@ -90,14 +90,15 @@ type limit struct {
 // call of the given kind ("llm", "tool", "iteration") is bounded by.
 func (m *meter) over(kind string) *BudgetError {
 	b, u := m.budget, m.usage
-	checks := []limit{{"max_tokens", float64(b.MaxTokens), float64(u.Tokens())}, {"max_cost_usd", b.MaxCostUSD, u.CostUSD}}
+	var buf [3]limit
+	checks := append(buf[:0], limit{"max_tokens", float64(b.MaxTokens), float64(u.Tokens())}, limit{"max_cost_usd", b.MaxCostUSD, u.CostUSD})
 	switch kind {
 	case "llm":
 		checks = append(checks, limit{"max_llm_calls", float64(b.MaxLLMCalls), float64(u.LLMCalls)})
 	case "tool":
 		checks = append(checks, limit{"max_tool_calls", float64(b.MaxToolCalls), float64(u.ToolCalls)})
 	case "iteration":
-		checks = []limit{{"max_iterations", float64(b.MaxIterations), float64(u.Iterations)}}
+		checks = append(buf[:0], limit{"max_iterations", float64(b.MaxIterations), float64(u.Iterations)})
 	}
 	for _, c := range checks {
 		if c.limit > 0 && c.used >= c.limit {
@@ -143,8 +144,12 @@ func (m *meter) chargeTool() error {
 }
 
 // Iterate checks max_iterations before another round of a tool loop and
-// counts the round.
+// counts the round — once: a round resumed in the middle (its calls
+// journaled before a pause or a crash) was counted when it began.
 func (r *Run) Iterate() error {
+	if r.midStep {
+		return nil
+	}
 	_, err := r.meter.charge("iteration")
 	return err
 }

@@ -48,8 +48,17 @@ type ArgsChecker interface {
 type toolCall struct {
 	req   ToolRequest
 	info  ToolInfo
-	entry *callEntry // its journal entry, when it has one
+	vars  map[string]any // info as rules see it, built once, when a rule needs it
+	entry *callEntry     // its journal entry, when it has one
 	deny  *DeniedError
+}
+
+// toolVars is the call as rules see it.
+func (c *toolCall) toolVars() map[string]any {
+	if c.vars == nil {
+		c.vars = c.info.vars()
+	}
+	return c.vars
 }
 
 // CallTool makes one tool call; see CallTools.
@@ -114,7 +123,10 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	if be := r.meter.check("tool"); be != nil {
 		return nil, Permanent(be)
 	}
-	f, err := r.fire(BeforeToolCall, r.ruleVars("tool", c.info.vars(), "skill", req.Skill), req.Skills)
+	if len(r.rules[BeforeToolCall]) == 0 {
+		return c, nil
+	}
+	f, err := r.fire(BeforeToolCall, r.ruleVars("tool", c.toolVars(), "skill", req.Skill), req.Skills)
 	switch {
 	case err != nil:
 		return nil, err
@@ -144,26 +156,30 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 	case e != nil && e.Decision != nil:
 		switch d := e.Decision; d.Type {
 		case DecisionReject:
-			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)})), nil
+			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)}))
 		case DecisionRespond:
 			exec := r.newExec(c, r.now())
 			exec.Output, exec.OK, exec.Status = d.Message, true, ToolAnswered
-			return r.record(c, ToolOutcome{Exec: exec}), nil
+			return r.record(c, ToolOutcome{Exec: exec})
 		}
 	}
 	if err := r.meter.chargeTool(); err != nil {
 		return ToolOutcome{}, err
 	}
-	r.emit(EventToolCall, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "args": c.info.Args})
+	if r.engine.Sink != nil {
+		r.emit(EventToolCall, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "args": c.info.Args})
+	}
 	o := r.invoke(ctx, c)
 	if MustStop(ctx.Err(), o.Err) {
 		return ToolOutcome{}, o.Err
 	}
 	r.setState(o.state)
-	r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err)})
+	if r.engine.Sink != nil {
+		r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err)})
+	}
 	o, err := r.after(c, o)
 	if err == nil && (e != nil || c.req.Spec.Mutating) {
-		o = r.record(c, o) // a crash from here on does not run it again
+		return r.record(c, o) // a crash from here on does not run it again
 	}
 	return o, err
 }
@@ -216,7 +232,10 @@ func stateAware(name string, out any) (any, Update, error) {
 
 // after fires the after_tool_call rules on a call's result.
 func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
-	f, err := r.fire(AfterToolCall, r.ruleVars("tool", c.info.vars(), "result", o.Exec.vars(), "skill", c.req.Skill), c.req.Skills)
+	if len(r.rules[AfterToolCall]) == 0 {
+		return o, nil
+	}
+	f, err := r.fire(AfterToolCall, r.ruleVars("tool", c.toolVars(), "result", o.Exec.vars(), "skill", c.req.Skill), c.req.Skills)
 	switch {
 	case err != nil:
 		return ToolOutcome{}, err
@@ -281,7 +300,9 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	}
 	rec.Call = int64(n + 1)
 	req.Chat.Node, req.Chat.Call = r.in.Node, n
-	r.emit(EventLLMCall, r.in.Node, map[string]any{"model": req.Model, "phase": req.Phase, "call": rec.Call})
+	if r.engine.Sink != nil {
+		r.emit(EventLLMCall, r.in.Node, map[string]any{"model": req.Model, "phase": req.Phase, "call": rec.Call})
+	}
 	start := r.now()
 	resp, err := req.Provider.Chat(ctx, req.Chat)
 	if err != nil {
@@ -305,6 +326,9 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 // gateLLM fires an LLM trigger's rules. A gate before the call pauses it
 // until a reviewer approves; a denied call fails the node for good.
 func (r *Run) gateLLM(trigger string, rec *LLMCall, skills []string) error {
+	if len(r.rules[trigger]) == 0 {
+		return nil
+	}
 	f, err := r.fire(trigger, r.ruleVars("llm", rec.vars()), skills)
 	switch {
 	case err != nil:

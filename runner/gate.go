@@ -96,8 +96,9 @@ func (r *Run) seen(calls []*toolCall) {
 }
 
 // record journals a call's outcome durably, before the node goes on: a
-// crash after this point does not run the call again.
-func (r *Run) record(c *toolCall, o ToolOutcome) ToolOutcome {
+// crash after this point does not run the call again. A store that fails
+// ends the node: nothing more can be made durable.
+func (r *Run) record(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 	e := &callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state}
 	if c.entry != nil {
 		cp := *c.entry
@@ -105,9 +106,9 @@ func (r *Run) record(c *toolCall, o ToolOutcome) ToolOutcome {
 	}
 	c.entry = r.journal(e)
 	if err := r.saveJournal(); err != nil {
-		return ToolOutcome{Exec: o.Exec, Err: err}
+		return ToolOutcome{}, Permanent(err)
 	}
-	return o
+	return o, nil
 }
 
 // saveJournal writes a checkpoint of the step so far: no writes, the
@@ -124,7 +125,7 @@ func (r *Run) restoreJournal(entries []*callEntry, pending Update) {
 	for _, e := range entries {
 		r.journal(e)
 	}
-	r.sideUpd = pending
+	r.sideUpd, r.midStep = pending, len(entries) > 0
 }
 
 // journalEntries returns the journal's entries, sorted by id.
@@ -163,7 +164,7 @@ func (r *Run) gateOf(key string) *HITL {
 // without one the thread pauses (again): the gate fails closed.
 func (r *Run) decide(gated []*toolCall) error {
 	if r.expire(gated) {
-		return r.saveJournal()
+		return Permanent(r.saveJournal())
 	}
 	v, ok := r.takeVerdict(ids(gated))
 	if !ok {
@@ -192,7 +193,7 @@ func (r *Run) decide(gated []*toolCall) error {
 		c.entry = r.journal(&e)
 	}
 	r.emit(EventRule, r.in.Node, map[string]any{"rule": gated[0].entry.Rule, "action": "decision", "decisions": ds})
-	return r.saveJournal()
+	return Permanent(r.saveJournal())
 }
 
 // accept checks a decision against its gate: an allowed type, and edited
@@ -255,7 +256,7 @@ func (r *Run) decideAfter(c *toolCall) (ToolOutcome, error) {
 		cp.Decision = ds[0]
 		c.entry = r.journal(&cp)
 		if err := r.saveJournal(); err != nil {
-			return ToolOutcome{}, err
+			return ToolOutcome{}, Permanent(err)
 		}
 	}
 	o := c.entry.outcome()
@@ -326,7 +327,7 @@ func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
 	var actions, configs, callIDs []any
 	var msg string
 	for _, c := range calls {
-		vars := r.ruleVars("tool", c.info.vars())
+		vars := r.ruleVars("tool", c.toolVars())
 		if c.entry.Exec != nil {
 			vars["result"] = c.entry.Exec.vars()
 		}

@@ -53,7 +53,13 @@ var ErrInvalidResume = errors.New("invalid resume value")
 func InvalidResume(why error) error { return fmt.Errorf("%w: %v", ErrInvalidResume, why) }
 
 // Permanent marks a node error that retrying cannot fix.
-func Permanent(err error) error { return permanent{err} }
+// Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
 
 type permanent struct{ error }
 

@@ -43,6 +43,7 @@ type Run struct {
 	calls        map[string]*callEntry
 	awaiting     []string // the calls the resumed gate decides
 	verdictTaken bool
+	midStep      bool // the step resumed with a journal: it had begun
 }
 
 // Emit sends an event about node, if the engine has a sink.
@@ -139,7 +140,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	*state = merged
 	r.step++
 	r.path = append(r.path, cur)
-	r.calls, r.awaiting = nil, nil // the step is done: its journal with it
+	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
 	status := StatusRunning
 	if next == End {
 		status = StatusCompleted

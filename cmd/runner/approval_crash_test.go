@@ -95,14 +95,14 @@ type entityService struct {
 	requests map[string]int // idempotency key -> requests
 	executed map[string]int // idempotency key -> executions
 	answers  map[string][]byte
-	trap     *trap         // fires once, then is cleared
+	trap     *killTrap     // fires once, then is cleared
 	proc     *os.Process   // the runner running now
 	exited   chan struct{} // closed once proc has been waited for
 	killed   bool          // the trap fired on proc
 }
 
-// trap says which request kills the runner, and when.
-type trap struct {
+// killTrap says which request kills the runner, and when.
+type killTrap struct {
 	key       string
 	afterExec bool // execute (and remember the answer) first
 }
@@ -114,8 +114,8 @@ func newEntityService() *entityService {
 func (s *entityService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	var body struct{ Name string }
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || key == "" || r.Method != http.MethodPost {
-		http.Error(w, fmt.Sprintf("want a POST with an Idempotency-Key and a JSON body: %v", err), http.StatusBadRequest)
+	if r.Method != http.MethodPost || key == "" || json.NewDecoder(r.Body).Decode(&body) != nil {
+		http.Error(w, "want a POST with an Idempotency-Key and a JSON body", http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
@@ -141,8 +141,9 @@ func (s *entityService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(ans)
 }
 
-// kill SIGKILLs the runner, which holds s.mu, and waits (unlocked) until it
-// is gone, so that nothing it might still do races the test.
+// kill, called with s.mu held, SIGKILLs the runner, unlocks s.mu and
+// waits until the runner is gone, so that nothing it might still do
+// races the test.
 func (s *entityService) kill() {
 	exited := s.exited
 	if s.proc != nil {
@@ -157,7 +158,7 @@ func (s *entityService) kill() {
 }
 
 // arm sets the trap of the next run.
-func (s *entityService) arm(t *trap) {
+func (s *entityService) arm(t *killTrap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trap, s.killed = t, false
@@ -187,8 +188,8 @@ type approvalRig struct {
 	svc          *entityService
 }
 
-// result is how one run of the binary ended.
-type result struct {
+// runResult is how one run of the binary ended.
+type runResult struct {
 	code           int // -1: killed
 	killed         bool
 	stdout, stderr string
@@ -217,7 +218,7 @@ func (g *approvalRig) command(args ...string) *exec.Cmd {
 
 // exec runs `runner exec clerk` with script and args, to its end or until
 // the service kills it, within runTimeout.
-func (g *approvalRig) exec(t *testing.T, script string, args ...string) result {
+func (g *approvalRig) exec(t *testing.T, script string, args ...string) runResult {
 	t.Helper()
 	cmd := g.command(append([]string{"exec", "clerk", "--script", script}, args...)...)
 	var stdout, stderr bytes.Buffer
@@ -243,7 +244,7 @@ func (g *approvalRig) exec(t *testing.T, script string, args ...string) result {
 	if !stopped {
 		t.Fatalf("runner %s did not end within %v\nstderr:\n%s", strings.Join(args, " "), runTimeout, &stderr)
 	}
-	return result{code: cmd.ProcessState.ExitCode(), killed: killed, stdout: stdout.String(), stderr: stderr.String()}
+	return runResult{code: cmd.ProcessState.ExitCode(), killed: killed, stdout: stdout.String(), stderr: stderr.String()}
 }
 
 // output runs a command that must succeed and returns its stdout.
@@ -273,8 +274,8 @@ func (g *approvalRig) script(t *testing.T, names []string) string {
 }
 
 // approvedRun runs a thread that pauses and is approved, without a crash,
-// and returns its final state.
-func (g *approvalRig) approvedRun(t *testing.T, script, thread string) map[string]any {
+// and returns how its approval ended.
+func (g *approvalRig) approvedRun(t *testing.T, script, thread string) runResult {
 	t.Helper()
 	if res := g.exec(t, script, "--thread", thread); res.code != exitPaused {
 		t.Fatalf("reference run: exit %d, want %d (paused)\n%s", res.code, exitPaused, res.stderr)
@@ -283,7 +284,7 @@ func (g *approvalRig) approvedRun(t *testing.T, script, thread string) map[strin
 	if res.code != exitCompleted {
 		t.Fatalf("reference approval: exit %d, want 0\n%s", res.code, res.stderr)
 	}
-	return finalState(t, res.stdout)
+	return res
 }
 
 // newestCheckpoint is what the test reads of a thread's newest checkpoint.
@@ -310,37 +311,36 @@ type newestCheckpoint struct {
 func TestApprovalExactlyOnceAcrossCrashes(t *testing.T) {
 	g := newApprovalRig(t)
 	for _, tc := range []struct {
-		name  string
-		names []string // the entities of the round: calls c1, c2, ...
-		trap  trap     // its key is a call id here
+		name, thread string
+		names        []string // the entities of the round: calls c1, c2, ...
+		trap         killTrap // its key is a call id here
 		// what the service saw when the runner died, and in the end
 		crashRequests, crashExecuted, requests map[string]int
 		// the calls whose result the runner had journaled when it died
 		journaled []string
 	}{
 		{
-			name: "kill between approval and execution", names: []string{"Alpha"},
-			trap:          trap{key: "c1"},
+			name: "kill between approval and execution", thread: "before-exec", names: []string{"Alpha"},
+			trap:          killTrap{key: "c1"},
 			crashRequests: map[string]int{"c1": 1}, crashExecuted: map[string]int{},
 			requests: map[string]int{"c1": 2},
 		},
 		{
-			name: "kill after execution, before the answer", names: []string{"Alpha"},
-			trap:          trap{key: "c1", afterExec: true},
+			name: "kill after execution, before the answer", thread: "after-exec", names: []string{"Alpha"},
+			trap:          killTrap{key: "c1", afterExec: true},
 			crashRequests: map[string]int{"c1": 1}, crashExecuted: map[string]int{"c1": 1},
 			requests: map[string]int{"c1": 2},
 		},
 		{
-			name: "kill between two approved calls", names: []string{"Alpha", "Beta"},
-			trap:          trap{key: "c2"},
+			name: "kill between two approved calls", thread: "between-calls", names: []string{"Alpha", "Beta"},
+			trap:          killTrap{key: "c2"},
 			crashRequests: map[string]int{"c1": 1, "c2": 1}, crashExecuted: map[string]int{"c1": 1},
 			requests: map[string]int{"c1": 1, "c2": 2}, journaled: []string{"c1"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := g.script(t, tc.names)
-			thread := strings.ReplaceAll(tc.name, " ", "-")
-			thread = strings.ReplaceAll(thread, ",", "")
+			thread := tc.thread
 			ids := make([]string, len(tc.names))
 			for i := range ids {
 				ids[i] = fmt.Sprintf("c%d", i+1)
@@ -353,7 +353,7 @@ func TestApprovalExactlyOnceAcrossCrashes(t *testing.T) {
 			g.checkCounts(t, "paused", thread, map[string]int{}, map[string]int{})
 
 			// the approval's run dies inside the round
-			g.svc.arm(&trap{key: thread + ":" + tc.trap.key, afterExec: tc.trap.afterExec})
+			g.svc.arm(&killTrap{key: thread + ":" + tc.trap.key, afterExec: tc.trap.afterExec})
 			res := g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`)
 			if !res.killed || res.code != -1 {
 				t.Fatalf("approval: exit %d (killed by the service: %v), want killed by the service at %s\nstdout:\n%s\nstderr:\n%s",
@@ -374,15 +374,19 @@ func TestApprovalExactlyOnceAcrossCrashes(t *testing.T) {
 			g.checkCounts(t, "resumed", thread, tc.requests, executed)
 			got := finalState(t, res.stdout)
 			checkCreated(t, got, tc.names)
-			if want := g.approvedRun(t, script, "reference-"+thread); !reflect.DeepEqual(got, want) {
-				t.Errorf("state after the crash and resume (timestamps and durations left out):\n%s\nwant (approved, no crash):\n%s", indent(got), indent(want))
+			ref := g.approvedRun(t, script, "reference-"+thread)
+			if want := finalState(t, ref.stdout); !reflect.DeepEqual(got, want) {
+				t.Errorf("state after the crash and resume (timestamps and durations left out):\n%s\nwant (approved, no crash):\n%s", indentJSON(got), indentJSON(want))
+			}
+			if got, want := usageLine(res.stderr), usageLine(ref.stderr); got != want || want == "" {
+				t.Errorf("usage after the crash and resume: %q, want (approved, no crash) %q", got, want)
 			}
 
 			// the finished thread takes no second approval
 			hist := g.output(t, "threads", "history", thread)
 			res = g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`)
-			if res.code == exitCompleted || res.code == exitPaused || !strings.Contains(res.stderr, "already completed") {
-				t.Errorf("a second approval of the completed thread: exit %d, stderr %q; want it refused (exit 1, already completed)", res.code, res.stderr)
+			if res.code != exitFailed || !strings.Contains(res.stderr, "already completed") {
+				t.Errorf("a second approval of the completed thread: exit %d, stderr %q; want it refused: exit %d, already completed", res.code, res.stderr, exitFailed)
 			}
 			if after := g.output(t, "threads", "history", thread); after != hist {
 				t.Errorf("a refused approval changed the thread's history:\n%s\nwant:\n%s", after, hist)
@@ -469,17 +473,17 @@ func finalState(t *testing.T, stdout string) map[string]any {
 func checkCreated(t *testing.T, state map[string]any, names []string) {
 	t.Helper()
 	var got, want []string
-	for _, r := range listOf(state["records"]) {
+	for _, r := range asList(state["records"]) {
 		m, _ := r.(map[string]any)
 		got = append(got, fmt.Sprintf("record %v %v %v %v", m["call_id"], m["status"], m["ok"], m["output"]))
 	}
-	for _, msg := range listOf(state["messages"]) {
+	for _, msg := range asList(state["messages"]) {
 		m, _ := msg.(map[string]any)
 		switch m["role"] {
 		case "tool":
 			got = append(got, fmt.Sprintf("tool %v %v", m["tool_call_id"], m["content"]))
 		case "assistant":
-			got = append(got, fmt.Sprintf("assistant %d call(s) %v", len(listOf(m["tool_calls"])), m["content"]))
+			got = append(got, fmt.Sprintf("assistant %d call(s) %v", len(asList(m["tool_calls"])), m["content"]))
 		}
 	}
 	for i, name := range names {
@@ -493,17 +497,27 @@ func checkCreated(t *testing.T, state map[string]any, names []string) {
 	if !slices.Equal(got, want) {
 		t.Errorf("final state:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if p := listOf(state["pending_tool_calls"]); len(p) != 0 {
+	if p := asList(state["pending_tool_calls"]); len(p) != 0 {
 		t.Errorf("pending_tool_calls = %v, want none", p)
 	}
 }
 
-func listOf(v any) []any {
+// usageLine is the usage exec reports on stderr.
+func usageLine(stderr string) string {
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "usage: ") {
+			return l
+		}
+	}
+	return ""
+}
+
+func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
 }
 
-func indent(v any) string {
+func indentJSON(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
 }

@@ -51,6 +51,7 @@ Exit status: 0 completed, 3 paused waiting for input (resume with
 	f.Bool("force", false, "with --resume: continue under changed definitions")
 	f.Bool("events", false, "print every event as a JSON line on stdout")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
+	f.String("tenant", "", "the tenant a new thread runs for: its rule sets apply")
 	return cmd
 }
 
@@ -71,7 +72,8 @@ func runExec(cmd *cobra.Command, args []string) error {
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e := &runner.Engine{Store: st, Sink: progress(cmd)}
+	tenant, _ := cmd.Flags().GetString("tenant")
+	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant}
 	res, err := execute(ctx, cmd, e, target)
 	var ee *exitError
 	switch {
@@ -133,11 +135,19 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 	case runner.StatusCompleted:
 		return nil
 	case runner.StatusInterrupted:
-		fmt.Fprintf(w, "paused at %s (%s): %s\nresume with: runner exec %s --resume %s --value '<json>'\n",
-			res.Interrupt.Node, res.Interrupt.Kind, res.Interrupt.Message, cmd.Flags().Arg(0), res.Thread)
+		fmt.Fprintf(w, "paused at %s (%s): %s\n", res.Interrupt.Node, res.Interrupt.Kind, res.Interrupt.Message)
+		value := "<json>"
+		if res.Interrupt.Rule != "" { // an approval gate
+			fmt.Fprintf(w, "rule %s holds %s\n", res.Interrupt.Rule, gatedCalls(res.Interrupt))
+			value = `{"approved": true}` // or false with a message, or LangChain's decisions
+		}
+		fmt.Fprintf(w, "resume with: %s --value '%s'\n", resumeCommand(cmd, res.Thread), value)
+		if res.Interrupt.Rule != "" {
+			fmt.Fprintln(w, `  (to reject: --value '{"approved": false, "message": "why"}')`)
+		}
 		return &exitError{code: exitPaused}
 	case runner.StatusCancelled:
-		fmt.Fprintf(w, "cancelled; resume with: runner exec %s --resume %s\n", cmd.Flags().Arg(0), res.Thread)
+		fmt.Fprintf(w, "cancelled; resume with: %s\n", resumeCommand(cmd, res.Thread))
 		return &exitError{code: exitFailed}
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
@@ -222,4 +232,28 @@ func compileTarget(cmd *cobra.Command, cfg *Config, name string) (*target, error
 		return nil, usageErr(err)
 	}
 	return &target{graph: g}, nil
+}
+
+// resumeCommand is the command that resumes thread, with the flags that
+// must stay the same (store, script).
+func resumeCommand(cmd *cobra.Command, thread string) string {
+	c := "runner exec " + cmd.Flags().Arg(0) + " --resume " + thread
+	for _, name := range []string{"store", "script"} {
+		if f := cmd.Flags().Lookup(name); f.Changed {
+			c += " --" + name + " " + f.Value.String()
+		}
+	}
+	return c
+}
+
+// gatedCalls lists the calls an approval gate holds: name(args).
+func gatedCalls(intr *runner.Interrupt) string {
+	acts, _ := intr.Payload["action_requests"].([]any)
+	var out []string
+	for _, a := range acts {
+		act, _ := a.(map[string]any)
+		args, _ := json.Marshal(act["args"])
+		out = append(out, fmt.Sprintf("%v(%s)", act["name"], args))
+	}
+	return strings.Join(out, ", ")
 }
