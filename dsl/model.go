@@ -44,10 +44,10 @@ type TestDef struct {
 	Tenant   string
 	// Mocks replace tools: the n-th call of a tool gets its n-th mock, the
 	// last one repeating.
-	Mocks    map[string][]Mock
-	Script   []Reply
-	Resume   []ResumeStep
-	Expect   Expect
+	Mocks  map[string][]Mock
+	Script []Reply
+	Resume []ResumeStep
+	Expect Expect
 }
 
 // Reply is one scripted LLM reply (runner test, exec --script).
