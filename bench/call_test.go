@@ -14,8 +14,14 @@ import (
 // ruleProject is a one-node pipeline and a platform rule set of n rules,
 // alternately before_tool_call and after_tool_call, none of which matches
 // the benchmark's tool; with notes > 0, the last notes after_tool_call
-// rules match every call and take a note.
-func ruleProject(n, notes int) string {
+// rules match every call and take a note. Guarded conditions name the
+// tool (the runtime skips them for other tools without evaluating them);
+// unguarded ones are evaluated on every call.
+func ruleProject(n, notes int, guarded bool) string {
+	alsoBefore, alsoAfter := "", ""
+	if !guarded {
+		alsoBefore, alsoAfter = " || tool.mutating", " || !result.ok"
+	}
 	var b strings.Builder
 	b.WriteString(`apiVersion: runner/v1
 kind: Pipeline
@@ -37,12 +43,12 @@ rules:
 		if i%2 == 0 {
 			fmt.Fprintf(&b, `  - key: platform:cap_%[1]d
     on: before_tool_call
-    when: tool.capability_key == "cap_%[1]d"
+    when: tool.capability_key == "cap_%[1]d"%[2]s
     do: {deny: {reason: 'no ${tool.capability_key}'}}
-`, i)
+`, i, alsoBefore)
 			continue
 		}
-		cond := fmt.Sprintf(`result.tool_name == "other_%d"`, i)
+		cond := fmt.Sprintf(`result.tool_name == "other_%d"%s`, i, alsoAfter)
 		if n-i <= 2*notes {
 			cond = `result.tool_name == "bench_tool" && result.ok`
 		}
@@ -171,12 +177,15 @@ func BenchmarkToolCall(b *testing.B) {
 	cases := []struct {
 		name         string
 		rules, notes int
+		guarded      bool
 	}{
-		{"rules=0", 0, 0}, {"rules=10", 10, 0}, {"rules=100", 100, 0}, {"rules=10,one-matches-note", 10, 1},
+		{"rules=0", 0, 0, true}, {"rules=10", 10, 0, true}, {"rules=100", 100, 0, true},
+		{"rules=10,unguarded", 10, 0, false}, {"rules=100,unguarded", 100, 0, false},
+		{"rules=10,one-matches-note", 10, 1, true},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			compiled := compileRules(b, ruleProject(tc.rules, tc.notes))
+			compiled := compileRules(b, ruleProject(tc.rules, tc.notes, tc.guarded))
 			checkRules(b, compiled, tc.rules, tc.notes)
 			g := callGraph(compiled, benchTool(), 0, b)
 			b.ReportAllocs()

@@ -2,11 +2,14 @@ package builtins_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -53,6 +56,7 @@ rules:
       require_hitl:
         checkpoint_type: mutation
         message: 'Create ${tool.args.name}?'
+        expires: 24h
 ---
 apiVersion: runner/v1
 kind: RuleSet
@@ -82,12 +86,42 @@ rules:
     on: after_llm_call
     when: llm.output_tokens > 0
     do: {note: 'model ${llm.model} answered'}
+  - key: house:review_secret_lookups
+    on: after_tool_call
+    when: result.tool_name == "lookup" && tool.args.name == "secret"
+    do: {require_hitl: {checkpoint_type: disclosure}}
+  - key: house:confirm_long_runs
+    on: before_llm_call
+    when: llm.call >= 3
+    do: {require_hitl: {checkpoint_type: spend}}
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: careful}
+rules:
+  - key: careful:no_lookups
+    on: before_tool_call
+    when: tool.name == "lookup"
+    do: {deny: {reason: careful clerks do not look up}}
+---
+apiVersion: runner/v1
+kind: Skill
+metadata: {name: careful}
+rules: [careful]
 ---
 apiVersion: runner/v1
 kind: Agent
 metadata: {name: clerk}
 pipeline: loop
 model: tiny
+rules: [house]
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: careful_clerk}
+pipeline: loop
+model: tiny
+skills: [careful]
 rules: [house]
 ---
 apiVersion: runner/v1
@@ -169,11 +203,16 @@ func (c *counter) calls() int {
 
 // gateRig compiles gateSrc for agent clerk with a counted create_entity.
 func gateRig(t *testing.T, script []dsl.Reply) (*runner.Graph, *counter) {
+	return agentRig(t, "clerk", script)
+}
+
+// agentRig compiles gateSrc for an agent with a counted create_entity.
+func agentRig(t *testing.T, agent string, script []dsl.Reply) (*runner.Graph, *counter) {
 	t.Helper()
 	docs, diags := dsl.Parse("gate.yaml", []byte(gateSrc))
 	c, proj := checked(t, docs, diags)
 	cnt := &counter{answers: map[string]any{}}
-	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"],
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent],
 		Provider: builtins.ScriptedProviders(script), Mocks: map[string]runner.Tool{"create_entity": cnt.tool(t, proj, "create_entity")}})
 	if err != nil {
 		t.Fatal(err)
@@ -379,4 +418,152 @@ func TestGateCrash(t *testing.T) {
 			t.Errorf("killed at put %d: state\n%s\nwant\n%s", n, got, want)
 		}
 	}
+}
+
+// ruleEvents collects the rule events of a run.
+type ruleEvents struct {
+	mu   sync.Mutex
+	list []map[string]any
+}
+
+func (r *ruleEvents) sink(ev runner.Event) {
+	if ev.Type == runner.EventRule {
+		r.mu.Lock()
+		r.list = append(r.list, ev.Data.(map[string]any))
+		r.mu.Unlock()
+	}
+}
+
+func (r *ruleEvents) texts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.list {
+		out = append(out, fmt.Sprint(e["rule"], ": ", e["text"]))
+	}
+	return out
+}
+
+func TestRuleActions(t *testing.T) {
+	lookup := func(name string) dsl.ScriptedCall {
+		return dsl.ScriptedCall{ID: "l-" + name, Name: "lookup", Args: map[string]any{"name": name}}
+	}
+	del := dsl.ScriptedCall{ID: "d1", Name: "delete_everything", Args: map[string]any{}}
+	t.Run("deny, set and note", func(t *testing.T) {
+		g, _ := gateRig(t, []dsl.Reply{{Node: "ask", ToolCalls: []dsl.ScriptedCall{lookup("a"), del}}, {Node: "ask", Text: "ok"}})
+		ev := &ruleEvents{}
+		e := engine(t)
+		e.Sink = ev.sink
+		res, err := e.Run(context.Background(), g, "t", nil)
+		if err != nil || res.Status != runner.StatusCompleted {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if msg := toolMessages(res)["d1"]; msg != "error: denied by rule house:no_deletes: never delete" {
+			t.Errorf("denied call's message %q", msg)
+		}
+		recs := res.State["records"].([]any)
+		if st := recs[1].(map[string]any)["status"]; st != runner.ToolDenied {
+			t.Errorf("denied call recorded as %v", st)
+		}
+		if res.State["notes"] != int64(1) {
+			t.Errorf("notes = %v, want 1 (set by house:count_lookups)", res.State["notes"])
+		}
+		if got := strings.Join(ev.texts(), "; "); !strings.Contains(got, "house:audit: model tiny answered") {
+			t.Errorf("rule events %q lack the audit note", got)
+		}
+	})
+	t.Run("tenant override aborts", func(t *testing.T) {
+		g, cnt := gateRig(t, askToCreate)
+		e := engine(t)
+		e.Tenant = "acme"
+		res, err := e.Run(context.Background(), g, "t", nil)
+		if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "acme does not allow create_entity") || cnt.calls() != 0 {
+			t.Fatalf("tenant acme: %v %+v, %d calls", err, res, cnt.calls())
+		}
+	})
+	t.Run("skill rules fire while the skill is loaded", func(t *testing.T) {
+		script := []dsl.Reply{{Node: "ask", ToolCalls: []dsl.ScriptedCall{lookup("a")}}, {Node: "ask", Text: "ok"}}
+		for agent, want := range map[string]string{"clerk": "found a", "careful_clerk": "error: denied by rule careful:no_lookups: careful clerks do not look up"} {
+			g, _ := agentRig(t, agent, script)
+			res, err := engine(t).Run(context.Background(), g, "t", nil)
+			if err != nil || toolMessages(res)["l-a"] != want {
+				t.Errorf("%s: %v, lookup message %q, want %q", agent, err, toolMessages(res)["l-a"], want)
+			}
+		}
+	})
+	t.Run("gate on a result", func(t *testing.T) {
+		for verdict, want := range map[string]string{
+			`{"approved": true}`: "found secret",
+			`{"decisions": [{"type": "reject", "message": "classified"}]}`:      "error: denied by rule house:review_secret_lookups: result rejected by the reviewer: classified",
+			`{"decisions": [{"type": "respond", "message": "no such entity"}]}`: "no such entity",
+		} {
+			g, _ := gateRig(t, []dsl.Reply{{Node: "ask", ToolCalls: []dsl.ScriptedCall{lookup("secret")}}, {Node: "ask", Text: "ok"}})
+			e := engine(t)
+			ev := &ruleEvents{}
+			e.Sink = ev.sink
+			res, err := e.Run(context.Background(), g, "t", nil)
+			if err != nil || res.Status != runner.StatusInterrupted || res.Interrupt.Kind != "disclosure" || res.Interrupt.Payload["after_call"] != true {
+				t.Fatalf("%v %+v", err, res)
+			}
+			var v any
+			_ = json.Unmarshal([]byte(verdict), &v)
+			res, err = e.Resume(context.Background(), g, "t", runner.ResumeOptions{Value: v})
+			if err != nil || res.Status != runner.StatusCompleted || toolMessages(res)["l-secret"] != want {
+				t.Errorf("%s: %v %s, message %q, want %q", verdict, err, res.Status, toolMessages(res)["l-secret"], want)
+			}
+			if n := res.Usage.ToolCalls; n != 1 {
+				t.Errorf("%s: the gated lookup ran %d times", verdict, n)
+			}
+		}
+	})
+	t.Run("gate before a model call", func(t *testing.T) {
+		script := []dsl.Reply{
+			{Node: "ask", ToolCalls: []dsl.ScriptedCall{lookup("a")}},
+			{Node: "ask", ToolCalls: []dsl.ScriptedCall{lookup("b")}},
+			{Node: "ask", Text: "third"},
+		}
+		for approved, status := range map[bool]string{true: runner.StatusCompleted, false: runner.StatusFailed} {
+			g, _ := gateRig(t, script)
+			e := engine(t)
+			res, err := e.Run(context.Background(), g, "t", nil)
+			if err != nil || res.Status != runner.StatusInterrupted || res.Interrupt.Kind != "spend" || res.Usage.LLMCalls != 2 {
+				t.Fatalf("%v %+v", err, res)
+			}
+			res, err = e.Resume(context.Background(), g, "t", runner.ResumeOptions{Value: map[string]any{"approved": approved}})
+			if err != nil || res.Status != status || (approved && res.Usage.LLMCalls != 3) {
+				t.Errorf("approved=%v: %v %s, %d LLM calls", approved, err, res.Status, res.Usage.LLMCalls)
+			}
+		}
+	})
+	t.Run("an unanswered gate expires", func(t *testing.T) {
+		g, cnt := gateRig(t, askToCreate)
+		now := time.Now()
+		e := engine(t)
+		e.Now = func() time.Time { return now }
+		paused(t, e, g, cnt)
+		if exp := pendingExpiry(t, e); exp == "" {
+			t.Fatal("the pause names no expiry")
+		}
+		now = now.Add(25 * time.Hour)
+		res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: map[string]any{"approved": true}})
+		if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 0 {
+			t.Fatalf("%v %+v; the expired call ran %d times", err, res, cnt.calls())
+		}
+		if msg := toolMessages(res)["c2"]; !strings.Contains(msg, "rejected by the reviewer: no decision before") {
+			t.Errorf("expired call's message %q", msg)
+		}
+	})
+}
+
+// pendingExpiry reads the expiry of the thread's pending approval from its newest
+// checkpoint.
+func pendingExpiry(t *testing.T, e *runner.Engine) string {
+	cps, err := e.Store.Load(context.Background(), "t1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var intr runner.Interrupt
+	_ = json.Unmarshal(cps[len(cps)-1].Interrupt, &intr)
+	s, _ := intr.Payload["expires_at"].(string)
+	return s
 }

@@ -69,7 +69,7 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 func compileRule(r *Rule, scope, skill, tenant string) (*runner.Rule, error) {
 	rule := &runner.Rule{Key: r.Key, On: r.On, Scope: scope, Skill: skill, Tenant: tenant, Action: runner.Action{Kind: r.Action}}
 	if r.When != nil {
-		rule.When = r.When.Program
+		rule.When, rule.Guard = r.When.Program, guardOf(r.When)
 	}
 	if r.Text != nil {
 		rule.Action.Text = r.Text

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -457,6 +458,34 @@ func TestCELCostTracking(t *testing.T) {
 		parsed, _ := ce.env.Compile(tt.text)
 		if got := sizeBounded(ce, parsed); got != tt.bounded {
 			t.Errorf("sizeBounded(%q) = %v, want %v", tt.text, got, tt.bounded)
+		}
+	}
+}
+
+// TestRuleGuard finds the tool a CEL condition pins, so the runtime can
+// skip the rule for other tools without evaluating it.
+func TestRuleGuard(t *testing.T) {
+	tests := []struct {
+		text  string
+		field string
+		want  []string
+	}{
+		{`tool.name == "create_entity"`, "name", []string{"create_entity"}},
+		{`"x" == tool.capability_key`, "capability_key", []string{"x"}},
+		{`result.tool_name == "a" && result.ok`, "name", []string{"a"}},
+		{`state.n > 1 && tool.capability_key in ["u", "c"]`, "capability_key", []string{"c", "u"}},
+		{`tool.name == "a" || tool.mutating`, "", nil},
+		{`tool.capability_key.startsWith("batch_")`, "", nil},
+		{`tool.name in state.names`, "", nil},
+		{`state.n >= 3`, "", nil},
+	}
+	for _, tt := range tests {
+		g := guardOf(&Condition{Expression{Program: &Program{text: tt.text, lang: CEL}}})
+		switch {
+		case tt.field == "" && g != nil:
+			t.Errorf("guardOf(%q) = %+v, want none", tt.text, g)
+		case tt.field != "" && (g == nil || g.Field != tt.field || !slices.Equal(g.Values, tt.want)):
+			t.Errorf("guardOf(%q) = %+v, want %s in %v", tt.text, g, tt.field, tt.want)
 		}
 	}
 }

@@ -48,15 +48,22 @@ type ArgsChecker interface {
 type toolCall struct {
 	req   ToolRequest
 	info  ToolInfo
-	vars  map[string]any // info as rules see it, built once, when a rule needs it
+	vars  map[string]any // what its rules see, built once, when a rule needs it
 	entry *callEntry     // its journal entry, when it has one
 	deny  *DeniedError
 }
 
-// toolVars is the call as rules see it.
-func (c *toolCall) toolVars() map[string]any {
+// toolVars is what the call's rules see: the run's variables, tool and
+// skill, and result once there is one. The state is read anew each time:
+// the call's own state updates may have changed it.
+func (r *Run) toolVars(c *toolCall, result *ToolExecution) map[string]any {
 	if c.vars == nil {
-		c.vars = c.info.vars()
+		c.vars = r.ruleVars("tool", c.info.vars(), "skill", c.req.Skill)
+	} else {
+		c.vars["state"] = r.stateView()
+	}
+	if result != nil {
+		c.vars["result"] = result.vars()
 	}
 	return c.vars
 }
@@ -123,10 +130,7 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	if be := r.meter.check("tool"); be != nil {
 		return nil, Permanent(be)
 	}
-	if len(r.rules[BeforeToolCall]) == 0 {
-		return c, nil
-	}
-	f, err := r.fire(BeforeToolCall, r.ruleVars("tool", c.toolVars(), "skill", req.Skill), req.Skills)
+	f, err := r.fire(BeforeToolCall, &c.info, req.Skills, func() map[string]any { return r.toolVars(c, nil) })
 	switch {
 	case err != nil:
 		return nil, err
@@ -232,10 +236,7 @@ func stateAware(name string, out any) (any, Update, error) {
 
 // after fires the after_tool_call rules on a call's result.
 func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
-	if len(r.rules[AfterToolCall]) == 0 {
-		return o, nil
-	}
-	f, err := r.fire(AfterToolCall, r.ruleVars("tool", c.toolVars(), "result", o.Exec.vars(), "skill", c.req.Skill), c.req.Skills)
+	f, err := r.fire(AfterToolCall, &c.info, c.req.Skills, func() map[string]any { return r.toolVars(c, o.Exec) })
 	switch {
 	case err != nil:
 		return ToolOutcome{}, err
@@ -326,10 +327,7 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 // gateLLM fires an LLM trigger's rules. A gate before the call pauses it
 // until a reviewer approves; a denied call fails the node for good.
 func (r *Run) gateLLM(trigger string, rec *LLMCall, skills []string) error {
-	if len(r.rules[trigger]) == 0 {
-		return nil
-	}
-	f, err := r.fire(trigger, r.ruleVars("llm", rec.vars()), skills)
+	f, err := r.fire(trigger, nil, skills, func() map[string]any { return r.ruleVars("llm", rec.vars()) })
 	switch {
 	case err != nil:
 		return err

@@ -327,10 +327,7 @@ func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
 	var actions, configs, callIDs []any
 	var msg string
 	for _, c := range calls {
-		vars := r.ruleVars("tool", c.toolVars())
-		if c.entry.Exec != nil {
-			vars["result"] = c.entry.Exec.vars()
-		}
+		vars := r.toolVars(c, c.entry.Exec)
 		desc, err := render(r.ruleText(rule), vars)
 		if err != nil || desc == "" {
 			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, rule)

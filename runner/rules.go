@@ -39,7 +39,30 @@ type Rule struct {
 	Skill  string
 	Tenant string
 	When   Condition // nil: always
+	// Guard, when set, is a tool the condition requires (by name or
+	// capability): the rule is skipped, unevaluated, for other tools.
+	Guard  *Guard
 	Action Action
+}
+
+// Guard pins a tool rule to tools whose Field ("name" or
+// "capability_key") is one of Values (sorted).
+type Guard struct {
+	Field  string
+	Values []string
+}
+
+// admits reports whether a call of tool t may match the rule.
+func (g *Guard) admits(t *ToolInfo) bool {
+	if g == nil || t == nil {
+		return true
+	}
+	v := t.Name
+	if g.Field == "capability_key" {
+		v = t.CapabilityKey
+	}
+	_, found := slices.BinarySearch(g.Values, v)
+	return found
 }
 
 // Action is what a rule does when it fires.
@@ -109,13 +132,19 @@ type firing struct {
 	abort *RuleError
 }
 
-// fire evaluates the rules of trigger over vars: set and note take effect
-// at once; the strongest of abort, deny and require_hitl is returned.
-func (r *Run) fire(trigger string, vars map[string]any, skills []string) (firing, error) {
+// fire evaluates the rules of trigger that may match — loaded skill,
+// guard — over the variables vars builds (once, when a rule needs them):
+// set and note take effect at once; the strongest of abort, deny and
+// require_hitl is returned.
+func (r *Run) fire(trigger string, tool *ToolInfo, skills []string, mkVars func() map[string]any) (firing, error) {
 	var f firing
+	var vars map[string]any
 	for _, rule := range r.rules[trigger] {
-		if rule.Skill != "" && !slices.Contains(skills, rule.Skill) {
+		if (rule.Skill != "" && !slices.Contains(skills, rule.Skill)) || !rule.Guard.admits(tool) {
 			continue
+		}
+		if vars == nil {
+			vars = mkVars()
 		}
 		if rule.When != nil {
 			ok, err := rule.When.EvalBool(vars)
@@ -212,7 +241,9 @@ func (r *Run) stateView() State {
 // updates: checkpoints keep them apart from the node's own.
 func (r *Run) afterNode(s *Step, merged State) (Update, error) {
 	r.in.State = merged
-	f, err := r.fire(AfterNode, r.ruleVars("node", map[string]any{"name": s.Name, "type": s.Type}), nil)
+	f, err := r.fire(AfterNode, nil, nil, func() map[string]any {
+		return r.ruleVars("node", map[string]any{"name": s.Name, "type": s.Type})
+	})
 	if err == nil && f.abort != nil {
 		err = f.abort
 	}
