@@ -217,7 +217,7 @@ func (k *check) test(d *Document) {
 			k.diags.Errorf(d.Pos(n), "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
 		}
 	}
-	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType})
+	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
 	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)

@@ -91,32 +91,24 @@ func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *ds
 	clock := &testClock{}
 	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}
 	res, err := e.Run(ctx, g, "test", t.Input)
-	path := []string{}
-	var problems []string
-	for i := 0; err == nil; i++ {
-		path = append(path, res.Path...)
-		if res.Status != runner.StatusInterrupted || i >= len(t.Resume) {
-			break
-		}
-		step := t.Resume[i]
-		clock.advance(step.After)
-		next, rerr := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
-		switch {
-		case step.Refused == "" && rerr != nil:
-			err = rerr
-		case step.Refused != "" && (rerr == nil || !strings.Contains(rerr.Error(), step.Refused)):
-			problems = append(problems, fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(rerr, "no error")))
-		case step.Refused == "":
-			res = next
-		}
-		if rerr != nil {
-			res.Path = nil // refused: the thread is where it was
-		}
-	}
 	if err != nil {
-		return append(problems, err.Error())
+		return []string{err.Error()}
 	}
-	return append(problems, expectations(t, res, path, calls.names())...)
+	path := append([]string{}, res.Path...)
+	for i, step := range t.Resume { // every step is sent: one the thread does not wait for must be refused
+		clock.advance(step.After)
+		next, err := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
+		switch {
+		case step.Refused != "" && (err == nil || !strings.Contains(err.Error(), step.Refused)):
+			return []string{fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(err, "no error"))}
+		case step.Refused == "" && err != nil:
+			return []string{fmt.Sprintf("%s: resume %d: %v", step.Pos, i+1, err)}
+		case err == nil:
+			res = next
+			path = append(path, res.Path...)
+		}
+	}
+	return expectations(t, res, path, calls.names())
 }
 
 // testClock is a test's clock: real time, moved forward by resume steps'
@@ -170,7 +162,11 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 	if ex.Approval != nil {
 		out = append(out, approvalProblems(ex.Approval, res.Interrupt)...)
 	}
-	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status}
+	errText := ""
+	if res.Error != nil {
+		errText = res.Error.Message
+	}
+	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status, "error": errText}
 	for _, a := range ex.Assert {
 		ok, err := a.Program.EvalBool(vars)
 		if err != nil || !ok {
