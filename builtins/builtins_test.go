@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -88,4 +89,39 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("node type %q lacks a doc or a config", nt.Name)
 		}
 	}
+}
+
+// TestKindsMatchSchemas checks that the providers and tool kinds the
+// schemas accept are the ones registered here.
+func TestKindsMatchSchemas(t *testing.T) {
+	var model, tool struct {
+		Properties map[string]struct {
+			Enum []string `json:"enum"`
+		} `json:"properties"`
+	}
+	for file, v := range map[string]any{"model.json": &model, "tool.json": &tool} {
+		raw, err := schemas.FS.ReadFile(file)
+		if err != nil || json.Unmarshal(raw, v) != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	providers := []string{"scripted"}
+	for _, k := range builtins.ProviderKinds {
+		providers = append(providers, k.Key)
+	}
+	if got := model.Properties["provider"].Enum; !sameSet(got, providers) {
+		t.Errorf("model.json providers %v, registered %v", got, providers)
+	}
+	for _, k := range builtins.ToolKinds {
+		if _, ok := tool.Properties[k.Key]; !ok {
+			t.Errorf("tool kind %s is not a property of tool.json", k.Key)
+		}
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

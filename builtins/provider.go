@@ -43,14 +43,27 @@ func Providers() func(*dsl.ModelDef) (runner.Provider, error) {
 					m.Name, m.APIKeyEnv, m.Provider)
 			}
 		}
-		switch m.Provider {
-		case "openai":
-			return NewOpenAI(e), nil
-		case "anthropic":
-			return NewAnthropic(e), nil
+		for _, k := range ProviderKinds {
+			if k.Key == m.Provider {
+				return k.New(e), nil
+			}
 		}
 		return nil, fmt.Errorf("model %s: unknown provider %q", m.Name, m.Provider)
 	}
+}
+
+// ProviderKind is an LLM API a Model document's provider: names.
+type ProviderKind struct {
+	Key string
+	Doc string
+	New func(Endpoint) runner.Provider
+}
+
+// ProviderKinds are the providers that call a service, one spec each;
+// scripted models answer from a script instead (ScriptedProviders).
+var ProviderKinds = []ProviderKind{
+	{Key: "openai", Doc: "any OpenAI-compatible Chat Completions server", New: func(e Endpoint) runner.Provider { return NewOpenAI(e) }},
+	{Key: "anthropic", Doc: "Anthropic's Messages API", New: func(e Endpoint) runner.Provider { return NewAnthropic(e) }},
 }
 
 // classify marks provider errors that retrying cannot fix — client errors

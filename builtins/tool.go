@@ -31,15 +31,34 @@ func Checked(def *dsl.ToolDef, impl runner.Tool) (runner.Tool, error) {
 	return &checkedTool{name: def.Name, params: params, impl: impl}, nil
 }
 
+// ToolKind is one way a Tool document implements its tool: the key that
+// selects it and how to build it.
+type ToolKind struct {
+	Key   string
+	Doc   string
+	Set   func(*dsl.ToolDef) bool
+	Build func(*dsl.ToolDef) (runner.Tool, error)
+}
+
+// ToolKinds are the tool implementations, one spec each.
+var ToolKinds = []ToolKind{
+	{Key: "expr", Doc: "a pure expression over args and state",
+		Set:   func(d *dsl.ToolDef) bool { return d.Expr != nil },
+		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return exprTool(d.Name, d.Expr), nil }},
+	{Key: "http", Doc: "an HTTP request with templated URL, headers and body, and a response mapping",
+		Set:   func(d *dsl.ToolDef) bool { return d.HTTP != nil },
+		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return newHTTPTool(d.Name, d.HTTP), nil }},
+	{Key: "builtin", Doc: "a Go function of this package",
+		Set:   func(d *dsl.ToolDef) bool { return d.Builtin != "" },
+		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return builtinTool(d.Builtin) }},
+}
+
 // toolImpl returns the implementation a definition sets.
 func toolImpl(def *dsl.ToolDef) (runner.Tool, error) {
-	switch {
-	case def.Expr != nil:
-		return exprTool(def.Name, def.Expr), nil
-	case def.HTTP != nil:
-		return newHTTPTool(def.Name, def.HTTP), nil
-	case def.Builtin != "":
-		return builtinTool(def.Builtin)
+	for _, k := range ToolKinds {
+		if k.Set(def) {
+			return k.Build(def)
+		}
 	}
 	return nil, errors.New("no implementation: set one of expr, http or builtin")
 }
