@@ -475,7 +475,9 @@ func TestRuleGuard(t *testing.T) {
 		{`result.tool_name == "a" && result.ok`, "name", []string{"a"}},
 		{`state.n > 1 && tool.capability_key in ["u", "c"]`, "capability_key", []string{"c", "u"}},
 		{`tool.name == "a" || tool.mutating`, "", nil},
-		{`tool.capability_key.startsWith("batch_")`, "", nil},
+		{`tool.name == "b" || tool.name in ["a"]`, "name", []string{"a", "b"}},
+		{`tool.name == "b" || tool.capability_key == "a"`, "", nil},
+		{`tool.capability_key in ["u", "c"] || tool.capability_key.startsWith("batch_")`, "capability_key", []string{"c", "u"}},
 		{`tool.name in state.names`, "", nil},
 		{`state.n >= 3`, "", nil},
 	}
@@ -485,6 +487,8 @@ func TestRuleGuard(t *testing.T) {
 		case tt.field == "" && g != nil:
 			t.Errorf("guardOf(%q) = %+v, want none", tt.text, g)
 		case tt.field != "" && (g == nil || g.Field != tt.field || !slices.Equal(g.Values, tt.want)):
+			t.Errorf("guardOf(%q) = %+v, want %s in %v", tt.text, g, tt.field, tt.want)
+		case strings.Contains(tt.text, "startsWith") && (g == nil || !slices.Equal(g.Prefixes, []string{"batch_"})):
 			t.Errorf("guardOf(%q) = %+v, want %s in %v", tt.text, g, tt.field, tt.want)
 		}
 	}

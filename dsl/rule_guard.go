@@ -11,9 +11,10 @@ import (
 
 // guardOf finds, in a CEL rule condition, a conjunct that pins the call's
 // tool — tool.name or result.tool_name == "x", tool.capability_key == "x",
-// or either one `in` a list of strings — so the runtime skips the rule,
-// without evaluating it, for calls of other tools. A condition without one
-// has no guard and is evaluated on every call.
+// either one `in` a list of strings or .startsWith("x"), or a disjunction
+// of such terms on the same field — so the runtime skips the rule, without
+// evaluating it, for calls of other tools. A condition without one has no
+// guard and is evaluated on every call.
 func guardOf(c *Condition) *runner.Guard {
 	if c == nil || c.Program == nil || c.Program.Lang() != CEL {
 		return nil
@@ -40,6 +41,23 @@ func guardIn(e celast.Expr) *runner.Guard {
 		for _, a := range args {
 			if g := guardIn(a); g != nil {
 				return g
+			}
+		}
+	case operators.LogicalOr:
+		a, b := guardIn(args[0]), guardIn(args[1])
+		if a == nil || b == nil || a.Field != b.Field {
+			return nil
+		}
+		a.Values, a.Prefixes = append(a.Values, b.Values...), append(a.Prefixes, b.Prefixes...)
+		slices.Sort(a.Values)
+		return a
+	case "startsWith":
+		if !call.IsMemberFunction() || len(args) != 1 {
+			return nil
+		}
+		if f := toolField(call.Target()); f != "" {
+			if s, ok := stringLit(args[0]); ok {
+				return &runner.Guard{Field: f, Prefixes: []string{s}}
 			}
 		}
 	case operators.Equals:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -46,10 +47,12 @@ type Rule struct {
 }
 
 // Guard pins a tool rule to tools whose Field ("name" or
-// "capability_key") is one of Values (sorted).
+// "capability_key") is one of Values (sorted) or starts with one of
+// Prefixes.
 type Guard struct {
-	Field  string
-	Values []string
+	Field    string
+	Values   []string
+	Prefixes []string
 }
 
 // admits reports whether a call of tool t may match the rule.
@@ -61,8 +64,15 @@ func (g *Guard) admits(t *ToolInfo) bool {
 	if g.Field == "capability_key" {
 		v = t.CapabilityKey
 	}
-	_, found := slices.BinarySearch(g.Values, v)
-	return found
+	if _, found := slices.BinarySearch(g.Values, v); found {
+		return true
+	}
+	for _, p := range g.Prefixes {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Action is what a rule does when it fires.
