@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -566,4 +567,48 @@ func pendingExpiry(t *testing.T, e *runner.Engine) string {
 	_ = json.Unmarshal(cps[len(cps)-1].Interrupt, &intr)
 	s, _ := intr.Payload["expires_at"].(string)
 	return s
+}
+
+// TestShippedMutatingToolsAreGated checks that every shipped agent that can
+// call a mutating tool has a before_tool_call rule that applies to it.
+func TestShippedMutatingToolsAreGated(t *testing.T) {
+	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
+	c, proj := checked(t, docs, diags)
+	for _, a := range proj.Agents {
+		g, err := c.Compile(proj, a.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Agent: a, Provider: builtins.ScriptedProviders(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for def := range g.Defs { // every tool the graph can call
+			tool, ok := strings.CutPrefix(def, dsl.KindTool+"/")
+			if d := proj.Tools[tool]; !ok || !d.Mutating {
+				continue
+			}
+			info := &runner.ToolInfo{Name: tool, CapabilityKey: proj.Tools[tool].Capability, Mutating: true}
+			if !slices.ContainsFunc(g.Rules, func(r *runner.Rule) bool { return r.On == runner.BeforeToolCall && r.Guard.Admits(info) }) {
+				t.Errorf("agent %s can call mutating tool %s, which no before_tool_call rule governs", a.Name, tool)
+			}
+		}
+	}
+}
+
+// TestAgentRuleOverridesPlatform: an agent's rule with a platform rule's
+// key replaces it.
+func TestAgentRuleOverridesPlatform(t *testing.T) {
+	src := strings.Replace(gateSrc, "rules:\n  - key: house:no_deletes", `rules:
+  - key: platform:hitl_on_mutating_capability
+    on: before_tool_call
+    when: tool.mutating
+    do: {note: the clerk may create}
+  - key: house:no_deletes`, 1)
+	docs, diags := dsl.Parse("gate.yaml", []byte(src))
+	c, proj := checked(t, docs, diags)
+	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"], Provider: builtins.ScriptedProviders(askToCreate)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := engine(t).Run(context.Background(), g, "t", nil)
+	if err != nil || res.Status != runner.StatusCompleted || toolMessages(res)["c2"] != "created Acme Well 1H" {
+		t.Fatalf("the agent's rule did not replace the platform gate: %v %+v", err, res)
+	}
 }

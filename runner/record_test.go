@@ -35,11 +35,11 @@ func TestRecordVars(t *testing.T) {
 func TestGuardAdmits(t *testing.T) {
 	g := &Guard{Field: "capability_key", Values: []string{"create_entity", "update_entity"}, Prefixes: []string{"batch_"}}
 	for capability, want := range map[string]bool{"create_entity": true, "batch_create": true, "read": false, "": false, "batch": false} {
-		if got := g.admits(&ToolInfo{Name: "t", CapabilityKey: capability}); got != want {
+		if got := g.Admits(&ToolInfo{Name: "t", CapabilityKey: capability}); got != want {
 			t.Errorf("admits(%q) = %v, want %v", capability, got, want)
 		}
 	}
-	if !(*Guard)(nil).admits(&ToolInfo{}) || !g.admits(nil) {
+	if !(*Guard)(nil).Admits(&ToolInfo{}) || !g.Admits(nil) {
 		t.Error("no guard, or no tool (a model call), must admit")
 	}
 }

@@ -55,8 +55,9 @@ type Guard struct {
 	Prefixes []string
 }
 
-// admits reports whether a call of tool t may match the rule.
-func (g *Guard) admits(t *ToolInfo) bool {
+// Admits reports whether a call of tool t may match the rule (a nil
+// guard, or no tool — a model call — admits all).
+func (g *Guard) Admits(t *ToolInfo) bool {
 	if g == nil || t == nil {
 		return true
 	}
@@ -150,7 +151,7 @@ func (r *Run) fire(trigger string, tool *ToolInfo, skills []string, mkVars func(
 	var f firing
 	var vars map[string]any
 	for _, rule := range r.rules[trigger] {
-		if (rule.Skill != "" && !slices.Contains(skills, rule.Skill)) || !rule.Guard.admits(tool) {
+		if (rule.Skill != "" && !slices.Contains(skills, rule.Skill)) || !rule.Guard.Admits(tool) {
 			continue
 		}
 		if vars == nil {
