@@ -612,3 +612,36 @@ func TestAgentRuleOverridesPlatform(t *testing.T) {
 		t.Fatalf("the agent's rule did not replace the platform gate: %v %+v", err, res)
 	}
 }
+
+// TestRunawayExpressionFailsTheRun: a route whose expression would loop
+// for minutes stops at its bound; the thread ends failed, not stuck
+// running, and can be resumed.
+func TestRunawayExpressionFailsTheRun(t *testing.T) {
+	const src = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: spin}
+state:
+  xs: {type: array, items: {type: integer}}
+start: look
+nodes:
+  look:
+    type: noop
+    next:
+      - when: 'all(state.xs, all(state.xs, all(state.xs, # >= 0)))'
+        to: END
+      - to: END
+`
+	xs := make([]any, 200)
+	for i := range xs {
+		xs[i] = int64(i)
+	}
+	g := compile(t, src, "spin", nil)
+	e := engine(t)
+	res, err := e.Run(context.Background(), g, "t", map[string]any{"xs": xs})
+	if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "loop iterations") {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if res, err = e.Resume(context.Background(), g, "t", runner.ResumeOptions{}); err != nil || res.Status != runner.StatusFailed {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+}

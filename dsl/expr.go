@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"time"
 	"fmt"
 	"sort"
 	"sync"
@@ -40,12 +41,19 @@ const (
 	// expression may have.
 	ExprMaxNodes = 1000
 	// ExprMaxPredicateDepth bounds how deeply expr predicates (all, map,
-	// filter, ...) may nest; expr has no step budget, so this bounds the
-	// running time of loops over variables.
+	// filter, ...) may nest.
 	ExprMaxPredicateDepth = 3
 	// ExprMemoryBudget is the memory budget of one expr evaluation, in the
 	// expr VM's units (roughly: elements and bytes allocated).
 	ExprMemoryBudget = 1_000_000
+	// ExprMaxSteps bounds the predicate evaluations (loop iterations of
+	// all, map, filter, reduce, ...) of one expr evaluation.
+	ExprMaxSteps = 1_000_000
+	// ExprMaxAccumulated bounds the length of what a reduce accumulates
+	// (bytes of a string, elements of a list or map).
+	ExprMaxAccumulated = 1 << 20
+	// ExprTimeLimit bounds the running time of one expr evaluation.
+	ExprTimeLimit = time.Second
 )
 
 // Source is the text of one expression and where it sits in a file, so that

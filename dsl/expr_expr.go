@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/checker/nature"
@@ -31,12 +32,14 @@ func (e *Env) exprEnv() *exprEnv {
 }
 
 func buildExprEnv(e *Env) *exprEnv {
-	vars := make(types.Map, len(e.Vars))
+	vars := make(types.Map, len(e.Vars)+1)
 	for name, t := range e.Vars {
 		vars[name] = exprType(t, 0)
 	}
+	vars[budgetVar] = types.Any
 	ee := &exprEnv{vars: vars, conf: *conf.CreateNew()}
 	ee.conf.WithEnv(vars)
+	ee.conf.Functions[tickFunc] = tick
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
 	// which breaks on JSON numbers; expressions are small, so it is off.
@@ -85,6 +88,7 @@ func (c *compilation) compileExpr() evaluator {
 		c.exprError(err)
 		return nil
 	}
+	loops := boundLoops(&tree.Node)
 	_, err = checker.Check(tree, &cfg)
 	w := &exprWalker{c: c}
 	w.walk(tree.Node, 0)
@@ -101,7 +105,7 @@ func (c *compilation) compileExpr() evaluator {
 		c.exprError(err)
 		return nil
 	}
-	return newExprProgram(prg)
+	return newExprProgram(prg, loops)
 }
 
 // exprError reports an error of expr's parser, checker or compiler.
@@ -145,23 +149,33 @@ func exprKind(n *nature.Nature) Kind {
 	return Any
 }
 
-// exprProgram is a compiled expr expression.
+// exprProgram is a compiled expr expression; loops marks one whose
+// predicates tick a budget (see boundLoops).
 type exprProgram struct {
-	prg *vm.Program
+	prg   *vm.Program
+	loops bool
 }
 
 // newExprProgram makes equality generic: expr specializes == on declared
 // int and string operands, but JSON values may be float64 or missing (nil).
-func newExprProgram(prg *vm.Program) *exprProgram {
+func newExprProgram(prg *vm.Program, loops bool) *exprProgram {
 	for i, op := range prg.Bytecode {
 		if op == vm.OpEqualInt || op == vm.OpEqualString {
 			prg.Bytecode[i] = vm.OpEqual
 		}
 	}
-	return &exprProgram{prg: prg}
+	return &exprProgram{prg: prg, loops: loops}
 }
 
 func (p *exprProgram) eval(vars map[string]any) (any, error) {
+	if p.loops { // a budget of its own for this evaluation
+		withBudget := make(map[string]any, len(vars)+1)
+		for k, v := range vars {
+			withBudget[k] = v
+		}
+		withBudget[budgetVar] = &exprBudget{deadline: time.Now().Add(ExprTimeLimit)}
+		vars = withBudget
+	}
 	m := vm.VM{MemoryBudget: ExprMemoryBudget}
 	out, err := m.Run(p.prg, vars)
 	if err != nil {

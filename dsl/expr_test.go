@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -307,7 +308,9 @@ func TestEvalLimits(t *testing.T) {
 		{"expr repeat", `len(repeat("x", 1000000000))`, Expr, "memory budget exceeded"},
 		{"expr nested map", `len(map(1..1000000, map(1..1000000, #)))`, Expr, "memory budget exceeded"},
 		{"expr map over state", `len(map(state.completed_steps, map(state.completed_steps, # + "x")))`, Expr,
-			"memory budget exceeded"},
+			"loop iterations (the limit)"},
+		{"expr doubling reduce", `len(reduce(1..40, #acc + #acc, "x")) > 0`, Expr, "reduce accumulated more than"},
+		{"expr nested all", `all(state.counts, all(state.counts, all(state.counts, # >= 0)))`, Expr, "loop iterations (the limit)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -491,5 +494,17 @@ func TestRuleGuard(t *testing.T) {
 		case strings.Contains(tt.text, "startsWith") && (g == nil || !slices.Equal(g.Prefixes, []string{"batch_"})):
 			t.Errorf("guardOf(%q) = %+v, want %s in %v", tt.text, g, tt.field, tt.want)
 		}
+	}
+}
+
+// TestExprTimeLimit stops a loop that outlives its evaluation's deadline.
+func TestExprTimeLimit(t *testing.T) {
+	b := &exprBudget{steps: 1023, deadline: time.Now().Add(-time.Millisecond)}
+	if _, err := tick.Func(b, nil); err == nil || !strings.Contains(err.Error(), "running 1s") {
+		t.Errorf("tick past the deadline: %v", err)
+	}
+	b = &exprBudget{steps: 10, deadline: time.Now().Add(-time.Millisecond)}
+	if _, err := tick.Func(b, nil); err != nil {
+		t.Errorf("the clock is read every 1024 steps, not every step: %v", err)
 	}
 }
