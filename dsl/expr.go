@@ -1,10 +1,10 @@
 package dsl
 
 import (
-	"time"
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
