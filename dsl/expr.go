@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -218,9 +219,29 @@ func (c *compilation) noField(off int, path, field string, t *Type) {
 	c.errorAt(off, "%s has no field %q", path, field).Hint = didYouMean(field, t.FieldNames())
 }
 
-// unknownName reports an identifier that is not a variable.
+// unknownName reports an identifier that is not a variable. A name that
+// is no variable's near miss is most often a string left unquoted
+// (state.status == COMPLETED).
 func (c *compilation) unknownName(off int, name string) {
-	c.errorAt(off, "unknown name %q", name).Hint = didYouMean(name, c.env.varNames())
+	if alt, ok := otherLanguage[c.src.Lang][name]; ok {
+		c.errorAt(off, "unknown name %q", name).Hint = alt
+		return
+	}
+	quote := `'`
+	if c.src.Lang == Expr {
+		quote = `"`
+	}
+	c.errorAt(off, "unknown name %q", name).Hint = hintOr(didYouMean(name, c.env.varNames()),
+		fmt.Sprintf("the variables here are %s; if %s is a string, quote it: %s%s%s",
+			strings.Join(c.env.varNames(), ", "), name, quote, name, quote))
+}
+
+// otherLanguage hints at the function the other expression language
+// names differently.
+var otherLanguage = map[Lang]map[string]string{
+	CEL: {"len": "CEL has no len(): write size(x) or x.size() (this expression is CEL; write {expr: ...} for expr)",
+		"lower": "CEL has no lower(): write x.lowerAscii()", "upper": "CEL has no upper(): write x.upperAscii()"},
+	Expr: {"size": "expr has no size(): write len(x) (this expression is expr; write {cel: ...} for CEL)"},
 }
 
 // runeToByte converts an offset in code points into text to a byte offset.
