@@ -303,3 +303,65 @@ func TestDynamicSkills(t *testing.T) {
 		t.Fatalf("unknown skill: %v %+v", err, res.Error)
 	}
 }
+
+// chatSrc is a one-call chat: every turn appends the user's message and
+// the model's reply to the thread's conversation.
+const chatSrc = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: chat}
+state:
+  messages: {type: array, reducer: messages, default: []}
+  turns: {type: integer, default: 0, reducer: add}
+limits: {max_steps: 2}
+start: reply
+nodes:
+  reply:
+    type: llm
+    with: {model: tiny}
+    next: count
+  count:
+    type: set
+    with: {turns: "1"}
+    next: END
+---
+apiVersion: runner/v1
+kind: Model
+metadata: {name: tiny}
+provider: scripted
+`
+
+// TestMultiTurn runs three turns on one thread: each continues from the
+// last state (messages append through their reducer), the scripted replies
+// go on in order, and limits count the steps of each turn.
+func TestMultiTurn(t *testing.T) {
+	docs, diags := dsl.Parse("chat.yaml", []byte(chatSrc))
+	c, proj := checked(t, docs, diags)
+	g, err := c.Compile(proj, "chat", dsl.CompileOptions{Tool: builtins.Tool,
+		Provider: builtins.ScriptedProviders([]dsl.Reply{{Text: "one"}, {Text: "two"}, {Text: "three"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine(t)
+	var res *runner.Result
+	for i, say := range []string{"hi", "and?", "bye"} {
+		in := map[string]any{"messages": []any{map[string]any{"role": "user", "content": say}}}
+		res, err = e.Run(context.Background(), g, "chat-1", in)
+		if err != nil || res.Status != runner.StatusCompleted {
+			t.Fatalf("turn %d: %v %+v", i+1, err, res)
+		}
+		if res.State["turns"] != int64(i+1) || len(res.State["messages"].([]any)) != 2*(i+1) {
+			t.Fatalf("turn %d: turns %v, messages %v", i+1, res.State["turns"], res.State["messages"])
+		}
+	}
+	hist, err := e.Store.History(context.Background(), "chat-1")
+	if err != nil || len(hist) != 9 { // a start and two steps per turn
+		t.Fatalf("history: %v, %d checkpoints", err, len(hist))
+	}
+	var got []string
+	for _, m := range res.State["messages"].([]any) {
+		got = append(got, m.(map[string]any)["content"].(string))
+	}
+	if want := "hi one and? two bye three"; strings.Join(got, " ") != want {
+		t.Errorf("conversation %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -254,8 +254,8 @@ func isPolicyNode(p string) bool { return p != "" && p != OnExceedFail && p != O
 
 // stepBudget returns the exceeded max_steps budget before another step.
 func (r *Run) stepBudget() *BudgetError {
-	if b := r.meter.budget.MaxSteps; b > 0 && r.step >= b && r.ownsMeter {
-		return &BudgetError{Budget: "max_steps", Limit: float64(b), Used: float64(r.step)}
+	if b := r.meter.budget.MaxSteps; b > 0 && r.step-r.turn >= b && r.ownsMeter {
+		return &BudgetError{Budget: "max_steps", Limit: float64(b), Used: float64(r.step - r.turn)}
 	}
 	return nil
 }

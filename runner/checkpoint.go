@@ -44,6 +44,9 @@ type meta struct {
 	Pending    Update       `json:"pending,omitempty"` // the side writes of a step not done
 	Journal    []*callEntry `json:"journal,omitempty"`
 	Tenant     string       `json:"tenant,omitempty"`
+	// Turn is the step the run's turn of the thread began at: limits
+	// count the steps of a turn.
+	Turn int `json:"turn,omitempty"`
 }
 
 // checkpoint writes the next checkpoint of the thread, durably. It holds
@@ -69,7 +72,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	var err error
 	if snap {
-		m.Input, m.Defs, m.Tenant = r.input, r.Graph.Defs, r.tenant
+		m.Input, m.Defs, m.Tenant, m.Turn = r.input, r.Graph.Defs, r.tenant, r.turn
 		cp.Snapshot, err = json.Marshal(c.state)
 	} else if c.writes != nil {
 		cp.Writes, err = json.Marshal(c.writes)
@@ -266,7 +269,7 @@ func (m *meta) normalize() {
 // input and definitions, the newest usage and budget.
 func (m *meta) latest(n *meta) {
 	if m.Input == nil && m.Defs == nil {
-		m.Input, m.Defs, m.Tenant = n.Input, n.Defs, n.Tenant
+		m.Input, m.Defs, m.Tenant, m.Turn = n.Input, n.Defs, n.Tenant, n.Turn
 	}
 	if n.Usage != nil {
 		m.Usage = n.Usage

@@ -61,20 +61,67 @@ type RunError struct {
 
 func (e *RunError) Error() string { return e.Message }
 
-// Run starts a new thread of g with input.
+// Run starts a run of g on thread with input: a new thread, or a new turn
+// of a thread whose last run completed, which continues from its state —
+// the input goes through the fields' reducers (messages append). A thread
+// that is paused, failed, cancelled or was interrupted by a crash is not
+// started again: it is resumed (Resume).
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
 	r := e.newRun(g, thread, e.Tenant)
 	state, err := initialState(g, input)
 	if err != nil {
 		return nil, err
 	}
+	if state, err = r.nextTurn(ctx, state, input); err != nil {
+		return nil, err
+	}
 	r.input = input
-	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input})
+	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})
 	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true}); err != nil {
 		return nil, err
 	}
 	return r.loop(ctx, state, g.Start, nil)
 }
+
+// nextTurn continues a thread that has completed runs: its state with
+// input merged through the reducers, the checkpoint ids and tenant it
+// had. A thread with no checkpoints starts from fresh, the state given.
+func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (State, error) {
+	if r.engine.Store == nil {
+		return fresh, nil
+	}
+	cps, err := r.engine.Store.Load(ctx, r.Thread, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return fresh, nil
+	} else if err != nil {
+		return nil, err
+	}
+	last := cps[len(cps)-1]
+	if last.Status != StatusCompleted {
+		return nil, fmt.Errorf("%w: thread %s is %s at node %s; resume it instead of starting a new run (runner exec --resume %s)",
+			ErrThreadBusy, r.Thread, last.Status, last.Next, r.Thread)
+	}
+	if last.Pipeline != r.Graph.Name {
+		return nil, fmt.Errorf("%w: thread %s runs pipeline %s, not %s", ErrThreadBusy, r.Thread, last.Pipeline, r.Graph.Name)
+	}
+	state, meta, err := rebuild(r.Graph, cps)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: %w", r.Thread, err)
+	}
+	if state, err = merge(r.Graph, state, Update(input)); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	r.id, r.step, r.turn, r.tenant = last.ID, last.Step, last.Step, meta.Tenant
+	r.rules = activeRules(r.Graph, r.tenant)
+	if r.ownsMeter {
+		r.meter.restore(meta)
+	}
+	return state, nil
+}
+
+// ErrThreadBusy is returned by Run for a thread that cannot take a new
+// run: it waits to be resumed, or runs another pipeline.
+var ErrThreadBusy = errors.New("thread cannot start a new run")
 
 // ResumeOptions say how to resume a thread.
 type ResumeOptions struct {
@@ -104,7 +151,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.newRun(g, thread, meta.Tenant)
-	r.id, r.step, r.input, r.snapSize = last.ID, last.Step, meta.Input, len(cps[0].Snapshot)
+	r.id, r.step, r.turn, r.input, r.snapSize = last.ID, last.Step, meta.Turn, meta.Input, len(cps[0].Snapshot)
 	r.restoreJournal(meta.Journal, meta.Pending)
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)

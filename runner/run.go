@@ -19,6 +19,7 @@ type Run struct {
 	input     map[string]any
 	id        int64 // newest checkpoint id
 	step      int
+	turn      int // the step this run's turn of the thread began at
 	sinceSnap int // bytes written since the newest snapshot
 	snapSize  int // bytes of the newest snapshot
 	vars      map[string]any
@@ -73,13 +74,13 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 		defer cancel()
 	}
 	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
-	r.syncBudget(r.step)
+	r.syncBudget(r.step - r.turn)
 	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state}
 	for cur != End {
 		if err := ctx.Err(); err != nil {
 			return r.stop(ctx, state, cur, err)
 		}
-		if g.MaxSteps > 0 && r.step >= g.MaxSteps {
+		if g.MaxSteps > 0 && r.step-r.turn >= g.MaxSteps {
 			return r.fail(ctx, state, cur, &RunError{Code: "max_steps", Node: cur, Message: fmt.Sprintf(
 				"pipeline %s reached its limit of %d steps before node %s; raise limits.max_steps if the run needs more", g.Name, g.MaxSteps, cur)})
 		}
@@ -131,7 +132,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	if err != nil {
 		return "", err
 	}
-	r.syncBudget(r.step + 1) // this step counts from here on
+	r.syncBudget(r.step - r.turn + 1) // this step counts from here on
 	if next == "" {
 		if next, err = r.route(s, merged); err != nil {
 			return "", err

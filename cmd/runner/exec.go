@@ -79,7 +79,7 @@ func runExec(cmd *cobra.Command, args []string) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.Is(err, runner.ErrInput):
+	case errors.Is(err, runner.ErrInput), errors.Is(err, runner.ErrThreadBusy):
 		return usageErr(err)
 	case err != nil:
 		return &exitError{code: exitFailed, err: err}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -111,5 +112,46 @@ func TestExecUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q, want 2 and %q", code, errOut, c.want)
 			}
 		})
+	}
+}
+
+// TestExecConversation holds a three-turn conversation with the shipped
+// rule_37 agent on one thread: each turn continues from the last, the
+// history shows every checkpoint, and a new run of a paused thread is
+// refused with a pointer to --resume.
+func TestExecConversation(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.json")
+	writeFile(t, script, `[{"node": "initial_llm_call", "text": "Hello Dana."},
+	 {"node": "initial_llm_call", "text": "Rule 37 sets 467 ft to the lease line."},
+	 {"node": "initial_llm_call", "tool_calls": [{"id": "c1", "name": "create_entity", "args": {"name": "Mitchell Ranch 3H", "entity_type": "well"}}]}]`)
+	say := func(text string) []string {
+		return execArgs(dir, "rule_37", "--thread", "conv", "--script", script, "--input",
+			`{"messages": [{"role": "user", "content": "`+text+`"}]}`)
+	}
+	for i, text := range []string{"Hi", "What is the lease-line minimum?"} {
+		code, out, errOut := runCLI(t, say(text)...)
+		var got map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got["status"] != "completed" {
+			t.Fatalf("turn %d: exit %d\n%s%s", i+1, code, out, errOut)
+		}
+	}
+	code, _, errOut := runCLI(t, say("Add the 3H well")...)
+	if code != 3 || !strings.Contains(errOut, "create_entity") {
+		t.Fatalf("turn 3: exit %d, want 3 (the gate): %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, say("hello?")...)
+	if code != 2 || !strings.Contains(errOut, "--resume conv") {
+		t.Errorf("a new run of a paused thread: exit %d: %s", code, errOut)
+	}
+	code, out, _ := runCLI(t, "threads", "history", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if code != 0 || strings.Count(out, " completed ") != 2 || strings.Count(out, " interrupted ") != 1 || strings.Count(out, "\n") != 25 {
+		t.Errorf("history of three turns: exit %d\n%s", code, out)
+	}
+	for i, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if id, _, _ := strings.Cut(l, " "); id != strconv.Itoa(i+1) {
+			t.Fatalf("history line %d = %q: the checkpoints of the turns are not one sequence", i+1, l)
+		}
 	}
 }
