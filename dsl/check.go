@@ -33,6 +33,7 @@ type check struct {
 	valid  map[*Document]bool
 	used   map[string]map[string]bool // kind -> names referred to
 	proj   *Project
+	envs   map[string]*Env // shared environments, by what they declare
 }
 
 // Check validates docs and returns the checked project with every
@@ -44,6 +45,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		byKind:  map[string]map[string]*Document{},
 		valid:   map[*Document]bool{},
 		used:    map[string]map[string]bool{},
+		envs:    map[string]*Env{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
 			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
 			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, Docs: docs},

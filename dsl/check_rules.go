@@ -71,7 +71,6 @@ func (k *check) ruleSet(d *Document) {
 	rs := &RuleSet{Doc: d, Name: d.Name, State: objectOf(d.Get("state")), Platform: scalarValue(d.Get("scope")) == "platform",
 		Tenant: scalarValue(d.Get("tenant"))}
 	lang := docLang(d, CEL)
-	envs := map[string]*Env{}
 	keys := map[string]bool{}
 	for _, r := range items(d.Get("rules")) {
 		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r)}
@@ -79,11 +78,7 @@ func (k *check) ruleSet(d *Document) {
 			k.diags.Errorf(d.Pos(mapGet(r, "key")), "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
 		}
 		keys[rule.Key] = true
-		env := envs[rule.On]
-		if env == nil {
-			env = ruleEnv(rs.State, rule.On)
-			envs[rule.On] = env
-		}
+		env := k.ruleEnv(rs.State, rule.On)
 		if w := mapGet(r, "when"); w != nil {
 			rule.When = &Condition{Expression{node: w}}
 			rule.When.Program = k.compile(d, w, lang, env, BoolType)
@@ -101,12 +96,21 @@ func (k *check) ruleSet(d *Document) {
 	k.proj.RuleSets[rs.Name] = rs
 }
 
-func ruleEnv(state *Type, trigger string) *Env {
+// ruleEnv is the environment of a trigger's rules over a declared state.
+// Rule sets that declare the same state share one, so its compiled forms
+// (a CEL environment is costly to build) are built once per Check.
+func (k *check) ruleEnv(state *Type, trigger string) *Env {
+	key := trigger + " " + state.signature()
+	if env := k.envs[key]; env != nil {
+		return env
+	}
 	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType}
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
-	return NewEnv(vars)
+	env := NewEnv(vars)
+	k.envs[key] = env
+	return env
 }
 
 // action checks a rule's action parameters: texts are templates over the

@@ -71,3 +71,38 @@ func (t *Type) String() string {
 	}
 	return string(t.Kind)
 }
+
+// signature renders the type in full — kinds, items and fields, recursively
+// — so that two types with the same signature are the same type.
+func (t *Type) signature() string {
+	if t == nil {
+		return string(Any)
+	}
+	var b strings.Builder
+	t.writeSignature(&b)
+	return b.String()
+}
+
+func (t *Type) writeSignature(b *strings.Builder) {
+	if t == nil {
+		b.WriteString(string(Any))
+		return
+	}
+	b.WriteString(string(t.Kind))
+	if t.Items != nil {
+		b.WriteString("<")
+		t.Items.writeSignature(b)
+		b.WriteString(">")
+	}
+	if t.Fields != nil {
+		b.WriteString("{")
+		for i, f := range t.FieldNames() {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(f + ":")
+			t.Fields[f].writeSignature(b)
+		}
+		b.WriteString("}")
+	}
+}
