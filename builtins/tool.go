@@ -70,6 +70,14 @@ type checkedTool struct {
 	impl   runner.Tool
 }
 
+// Secrets returns the secrets of the tool behind the check, if it holds any.
+func (t *checkedTool) Secrets() []string {
+	if k, ok := t.impl.(runner.SecretKeeper); ok {
+		return k.Secrets()
+	}
+	return nil
+}
+
 // CheckArgs validates arguments against the parameter schema.
 func (t *checkedTool) CheckArgs(args map[string]any) error {
 	if err := t.params.Check(args); err != nil {
