@@ -16,8 +16,8 @@ type InterruptConfig struct {
 	Message dsl.TemplateText          `yaml:"message"`
 	Payload map[string]dsl.Expression `yaml:"payload"`
 	// ResumeSchema validates the resume value, which is written to Into.
-	ResumeSchema map[string]any `yaml:"resume_schema"`
-	Into         dsl.FieldRef   `yaml:"into"`
+	ResumeSchema dsl.JSONSchemaDoc `yaml:"resume_schema"`
+	Into         dsl.FieldRef      `yaml:"into"`
 	// When, if set, pauses only when it holds; otherwise the node passes.
 	When dsl.Condition `yaml:"when"`
 }
@@ -46,9 +46,9 @@ var InterruptNode = dsl.NodeType{
 func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	c := cfg.(*InterruptConfig)
 	n := &interruptNode{cfg: c}
-	if c.ResumeSchema != nil {
+	if c.ResumeSchema.Doc != nil {
 		var err error
-		if n.schema, err = dsl.CompileJSONSchema(c.ResumeSchema); err != nil {
+		if n.schema, err = dsl.CompileJSONSchema(c.ResumeSchema.Doc); err != nil {
 			return nil, fmt.Errorf("resume_schema: %w", err)
 		}
 	}
@@ -79,7 +79,7 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 
 func (n *interruptNode) interrupt(in *runner.Input) error {
 	vars := in.Vars()
-	intr := &runner.Interrupt{Kind: n.cfg.Kind, ResumeSchema: n.cfg.ResumeSchema, Payload: map[string]any{}}
+	intr := &runner.Interrupt{Kind: n.cfg.Kind, ResumeSchema: n.cfg.ResumeSchema.Doc, Payload: map[string]any{}}
 	if t := n.cfg.Message.Template; t != nil {
 		msg, err := t.Render(vars)
 		if err != nil {

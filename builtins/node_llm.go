@@ -31,10 +31,10 @@ type LLMConfig struct {
 	Reply dsl.FieldRef `yaml:"reply"`
 	// OutputSchema asks for a structured reply, validated and written to
 	// Output; Methods × Attempts bound the tries.
-	OutputSchema map[string]any `yaml:"output_schema"`
-	Output       dsl.FieldRef   `yaml:"output"`
-	Methods      []string       `yaml:"methods"`
-	Attempts     int            `yaml:"attempts"`
+	OutputSchema dsl.JSONSchemaDoc `yaml:"output_schema"`
+	Output       dsl.FieldRef      `yaml:"output"`
+	Methods      []string          `yaml:"methods"`
+	Attempts     int               `yaml:"attempts"`
 	// Phase labels the call (initial, synthesis) in turn_metrics and in
 	// the state field llm_phase when declared.
 	Phase string `yaml:"phase"`
@@ -108,8 +108,8 @@ func buildLLM(cfg any, b *dsl.Build) (runner.Node, error) {
 	if n.tools, err = newToolSet(b, c.Tools, c.Skills.Program); err != nil {
 		return nil, err
 	}
-	if c.OutputSchema != nil {
-		if n.schema, err = newOutputSchema(c.Output.Name, c.OutputSchema); err != nil {
+	if c.OutputSchema.Doc != nil {
+		if n.schema, err = newOutputSchema(c.Output.Name, c.OutputSchema.Doc); err != nil {
 			return nil, err
 		}
 	}

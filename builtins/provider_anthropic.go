@@ -42,14 +42,18 @@ func NewAnthropic(e Endpoint) runner.Provider {
 	if e.Client != nil {
 		opts = append(opts, option.WithHTTPClient(e.Client))
 	}
-	return &anthropicProvider{client: anthropic.NewClient(opts...), redact: redactor([]string{e.APIKey})}
+	return &anthropicProvider{client: anthropic.NewClient(opts...), key: e.APIKey, redact: runner.NewRedactor(e.APIKey)}
 }
 
 // anthropicProvider is a runner.Provider over the Anthropic SDK.
 type anthropicProvider struct {
 	client anthropic.Client
-	redact *strings.Replacer // hides the API key in errors
+	key    string
+	redact *runner.Redactor // hides the API key in errors
 }
+
+// Secrets returns the API key, for the graph's Redactor.
+func (p *anthropicProvider) Secrets() []string { return []string{p.key} }
 
 // Chat sends req as one Messages API call, streamed when req.OnToken is
 // set or when the SDK refuses a long call without streaming.
@@ -298,7 +302,7 @@ func (p *anthropicProvider) fail(model string, err error) error {
 			pe.RetryAfter = retryAfter(apiErr.Response.Header)
 		}
 	}
-	pe.Err = &redactedError{msg: p.redact.Replace(err.Error()), cause: err}
+	pe.Err = p.redact.Wrap(err.Error(), err)
 	return classify(pe)
 }
 

@@ -47,14 +47,18 @@ func NewOpenAI(e Endpoint) runner.Provider {
 	if e.Client != nil {
 		opts = append(opts, option.WithHTTPClient(e.Client))
 	}
-	return &openAIProvider{chat: openai.NewChatCompletionService(opts...), redact: redactor([]string{e.APIKey})}
+	return &openAIProvider{chat: openai.NewChatCompletionService(opts...), key: e.APIKey, redact: runner.NewRedactor(e.APIKey)}
 }
 
 // openAIProvider is a runner.Provider over the OpenAI SDK.
 type openAIProvider struct {
 	chat   openai.ChatCompletionService
-	redact *strings.Replacer // hides the API key in errors
+	key    string
+	redact *runner.Redactor // hides the API key in errors
 }
+
+// Secrets returns the API key, for the graph's Redactor.
+func (p *openAIProvider) Secrets() []string { return []string{p.key} }
 
 // Chat sends req as one chat completion, streamed when req.OnToken is set.
 func (p *openAIProvider) Chat(ctx context.Context, req *runner.ChatRequest) (*runner.ChatResponse, error) {
@@ -316,7 +320,7 @@ func (p *openAIProvider) fail(model string, res *http.Response, err error) error
 		pe.RetryAfter = retryAfter(res.Header)
 		msg = openAIErrorMessage(res)
 	}
-	pe.Err = &redactedError{msg: p.redact.Replace(msg), cause: err}
+	pe.Err = p.redact.Wrap(msg, err)
 	return classify(pe)
 }
 

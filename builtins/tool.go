@@ -32,12 +32,17 @@ func Checked(def *dsl.ToolDef, impl runner.Tool) (runner.Tool, error) {
 }
 
 // ToolKind is one way a Tool document implements its tool: the key that
-// selects it and how to build it.
+// selects it and how to build it. External kinds reach outside the
+// process (a service over the network, with the tool's secrets): `runner
+// test` refuses to call one that a Test does not mock, unless --live. The
+// others are pure Go: an expression, or a function of this package over
+// its embedded data.
 type ToolKind struct {
-	Key   string
-	Doc   string
-	Set   func(*dsl.ToolDef) bool
-	Build func(*dsl.ToolDef) (runner.Tool, error)
+	Key      string
+	Doc      string
+	External bool
+	Set      func(*dsl.ToolDef) bool
+	Build    func(*dsl.ToolDef) (runner.Tool, error)
 }
 
 // ToolKinds are the tool implementations, one spec each.
@@ -45,7 +50,7 @@ var ToolKinds = []ToolKind{
 	{Key: "expr", Doc: "a pure expression over args and state",
 		Set:   func(d *dsl.ToolDef) bool { return d.Expr != nil },
 		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return exprTool(d.Name, d.Expr), nil }},
-	{Key: "http", Doc: "an HTTP request with templated URL, headers and body, and a response mapping",
+	{Key: "http", Doc: "an HTTP request with templated URL, headers and body, and a response mapping", External: true,
 		Set:   func(d *dsl.ToolDef) bool { return d.HTTP != nil },
 		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return newHTTPTool(d.Name, d.HTTP), nil }},
 	{Key: "builtin", Doc: "a Go function of this package",
@@ -53,12 +58,20 @@ var ToolKinds = []ToolKind{
 		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return builtinTool(d.Builtin) }},
 }
 
+// KindOf returns the kind of tool a definition implements, or nil.
+func KindOf(def *dsl.ToolDef) *ToolKind {
+	for i := range ToolKinds {
+		if ToolKinds[i].Set(def) {
+			return &ToolKinds[i]
+		}
+	}
+	return nil
+}
+
 // toolImpl returns the implementation a definition sets.
 func toolImpl(def *dsl.ToolDef) (runner.Tool, error) {
-	for _, k := range ToolKinds {
-		if k.Set(def) {
-			return k.Build(def)
-		}
+	if k := KindOf(def); k != nil {
+		return k.Build(def)
 	}
 	return nil, errors.New("no implementation: set one of expr, http or builtin")
 }
@@ -68,6 +81,14 @@ type checkedTool struct {
 	name   string
 	params *dsl.JSONSchema
 	impl   runner.Tool
+}
+
+// Secrets returns the secrets of the tool behind the check, if it holds any.
+func (t *checkedTool) Secrets() []string {
+	if k, ok := t.impl.(runner.SecretKeeper); ok {
+		return k.Secrets()
+	}
+	return nil
 }
 
 // CheckArgs validates arguments against the parameter schema.

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -27,8 +26,6 @@ const (
 	errorBodyBytes = 200
 	// maxRedirects is how many redirects an http tool follows.
 	maxRedirects = 10
-	// redacted replaces secret values in errors and results.
-	redacted = "***"
 )
 
 // httpTool calls an HTTP API. The call's deadline comes from its context;
@@ -125,12 +122,26 @@ func (t *httpTool) Call(ctx context.Context, call *runner.ToolCall) (any, error)
 	return c.response(ctx, req.URL.Host, resp)
 }
 
-// httpCall is one call of an httpTool, with the secrets read for it.
+// Secrets returns the values of the tool's secrets that are set, for the
+// graph's Redactor.
+func (t *httpTool) Secrets() []string {
+	var out []string
+	for _, env := range t.def.Secrets {
+		if v, ok := os.LookupEnv(env); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// httpCall is one call of an httpTool, with the secrets read for it and
+// their Redactor, which keeps them (in every encoding) out of the call's
+// result and errors.
 type httpCall struct {
 	*httpTool
 	call    *runner.ToolCall
 	secrets map[string]any
-	redact  *strings.Replacer
+	redact  *runner.Redactor
 }
 
 // begin reads the tool's secrets from the environment.
@@ -145,24 +156,7 @@ func (t *httpTool) begin(call *runner.ToolCall) (*httpCall, error) {
 		secrets[name] = v
 		values = append(values, v)
 	}
-	return &httpCall{httpTool: t, call: call, secrets: secrets, redact: redactor(values)}, nil
-}
-
-// redactor replaces each non-empty value, also in its URL-escaped forms,
-// with ***; longer values first, so that no part of one is left.
-func redactor(values []string) *strings.Replacer {
-	var forms []string
-	for _, v := range values {
-		if v != "" {
-			forms = append(forms, v, url.QueryEscape(v), url.PathEscape(v))
-		}
-	}
-	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	pairs := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		pairs = append(pairs, f, redacted)
-	}
-	return strings.NewReplacer(pairs...)
+	return &httpCall{httpTool: t, call: call, secrets: secrets, redact: runner.NewRedactor(values...)}, nil
 }
 
 // request renders the method, URL, headers and body.
@@ -170,7 +164,7 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 	vars := map[string]any{"args": c.call.Args, "secrets": c.secrets}
 	raw, err := c.def.URL.Render(vars)
 	if err != nil {
-		return nil, runner.Permanent(c.errorf(nil, "url: %v", err))
+		return nil, runner.Permanent(c.errorf("url: %v", err))
 	}
 	body, err := c.body()
 	if err != nil {
@@ -178,10 +172,10 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, c.def.Method, raw, body)
 	if err != nil {
-		return nil, runner.Permanent(c.errorf(nil, "%v", err))
+		return nil, runner.Permanent(c.errorf("%v", err))
 	}
 	if err := c.checkURL(req.URL); err != nil {
-		return nil, runner.Permanent(c.errorf(nil, "%v", err))
+		return nil, runner.Permanent(c.errorf("%v", err))
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -193,7 +187,7 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 	for name, tmpl := range c.def.Headers {
 		v, err := tmpl.Render(vars)
 		if err != nil {
-			return nil, runner.Permanent(c.errorf(nil, "header %s: %v", name, err))
+			return nil, runner.Permanent(c.errorf("header %s: %v", name, err))
 		}
 		req.Header.Set(name, v)
 	}
@@ -208,11 +202,11 @@ func (c *httpCall) body() (io.Reader, error) {
 	}
 	v, err := c.def.Body.Eval(map[string]any{"args": c.call.Args})
 	if err != nil {
-		return nil, runner.Permanent(c.errorf(nil, "body: %v", err))
+		return nil, runner.Permanent(c.errorf("body: %v", err))
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, runner.Permanent(c.errorf(nil, "body: %v", err))
+		return nil, runner.Permanent(c.errorf("body: %v", err))
 	}
 	return bytes.NewReader(data), nil
 }
@@ -223,16 +217,16 @@ func (c *httpCall) body() (io.Reader, error) {
 func (c *httpCall) sendError(ctx context.Context, host string, err error) error {
 	var he *hostError
 	if errors.As(err, &he) {
-		return runner.Permanent(c.errorf(nil, "redirect: %v", he))
+		return runner.Permanent(c.errorf("redirect: %v", he))
 	}
 	if ctx.Err() != nil {
-		return c.errorf(ctx.Err(), "request to %s: %v", host, ctx.Err())
+		return c.errorf("request to %s: %w", host, ctx.Err())
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return c.errorf(nil, "request to %s: %v", host, err)
+	return c.errorf("request to %s: %v", host, err)
 }
 
 // response reads, decodes and maps a response.
@@ -242,23 +236,23 @@ func (c *httpCall) response(ctx context.Context, host string, resp *http.Respons
 		return nil, c.sendError(ctx, host, err)
 	}
 	if len(data) > maxResponseBytes {
-		return nil, c.errorf(nil, "response from %s is larger than %d bytes", host, maxResponseBytes)
+		return nil, c.errorf("response from %s is larger than %d bytes", host, maxResponseBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, c.statusError(host, resp.StatusCode, data)
 	}
 	body, err := decodeBody(resp.Header.Get("Content-Type"), data)
 	if err != nil {
-		return nil, c.errorf(nil, "response from %s: %v", host, err)
+		return nil, c.errorf("response from %s: %v", host, err)
 	}
-	body = c.redactValue(body)
+	body = c.redact.Value(body)
 	if c.def.Response == nil {
 		return body, nil
 	}
 	v, err := c.def.Response.Eval(map[string]any{"args": c.call.Args, "response": map[string]any{
 		"status": resp.StatusCode, "headers": c.headers(resp.Header), "body": body}})
 	if err != nil {
-		return nil, c.errorf(nil, "response: %v", err)
+		return nil, c.errorf("response: %v", err)
 	}
 	return v, nil
 }
@@ -266,11 +260,11 @@ func (c *httpCall) response(ctx context.Context, host string, resp *http.Respons
 // statusError describes a non-2xx response, quoting the start of its body.
 // A client error other than 408 and 429 is permanent.
 func (c *httpCall) statusError(host string, status int, body []byte) error {
-	quoted := c.redact.Replace(string(body))
+	quoted := c.redact.String(string(body))
 	if len(quoted) > errorBodyBytes {
 		quoted = strings.ToValidUTF8(quoted[:errorBodyBytes], "")
 	}
-	err := c.errorf(nil, "HTTP %d from %s: %s", status, host, strings.TrimSpace(quoted))
+	err := c.errorf("HTTP %d from %s: %s", status, host, strings.TrimSpace(quoted))
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
 		return runner.Permanent(err)
 	}
@@ -283,48 +277,18 @@ func (c *httpCall) headers(h http.Header) map[string]any {
 	out := make(map[string]any, len(h))
 	for name, vs := range h {
 		if len(vs) > 0 {
-			out[strings.ToLower(name)] = c.redact.Replace(vs[0])
+			out[strings.ToLower(name)] = c.redact.String(vs[0])
 		}
 	}
 	return out
 }
 
-// redactValue replaces secret values in every string of a decoded body.
-func (c *httpCall) redactValue(v any) any {
-	switch x := v.(type) {
-	case string:
-		return c.redact.Replace(x)
-	case []any:
-		for i := range x {
-			x[i] = c.redactValue(x[i])
-		}
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[c.redact.Replace(k)] = c.redactValue(e)
-		}
-		return out
-	}
-	return v
-}
-
 // errorf formats an error prefixed by the tool's name, with every secret
-// value replaced by ***. A non-nil cause (a context error) stays visible to
-// errors.Is.
-func (c *httpCall) errorf(cause error, format string, a ...any) error {
-	msg := fmt.Sprintf("tool %s: %s", c.name, fmt.Sprintf(format, a...))
-	return &redactedError{msg: c.redact.Replace(msg), cause: cause}
+// replaced by ***. An error wrapped with %w (a context error) stays
+// visible to errors.Is.
+func (c *httpCall) errorf(format string, a ...any) error {
+	return c.redact.Error(fmt.Errorf("tool %s: "+format, append([]any{c.name}, a...)...))
 }
-
-// redactedError is an error whose message holds no secret.
-type redactedError struct {
-	msg   string
-	cause error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-
-func (e *redactedError) Unwrap() error { return e.cause }
 
 // decodeBody decodes a JSON body (by its Content-Type); any other body is
 // returned as a string.

@@ -1,12 +1,9 @@
 package dsl
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runner-dev/runner/runner"
@@ -118,22 +115,19 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 	return def
 }
 
-// jsonSchema checks that n is a valid JSON Schema and returns it decoded.
+// jsonSchema checks that n is a valid JSON Schema whose references stay
+// inside it (see checkSchemaRefs) and returns it decoded.
 func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 	if n == nil {
 		return nil
 	}
-	doc, _ := toJSON(n).(map[string]any)
-	raw, _ := json.Marshal(doc)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	c := jsonschema.NewCompiler()
-	if err == nil {
-		err = c.AddResource("file:///tool.json", v)
+	doc, ok := toJSON(n).(map[string]any)
+	// A schema that is not a mapping is reported by the document schema;
+	// one whose references leave it is not compiled.
+	if !ok || k.checkSchemaRefs(d, n) {
+		return doc
 	}
-	if err == nil {
-		_, err = c.Compile("file:///tool.json")
-	}
-	if err != nil {
+	if _, err := CompileJSONSchema(doc); err != nil {
 		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
 	}
 	return doc

@@ -206,6 +206,12 @@ func (pc *pipelineCheck) visitPipeline(p *PipelineRef) {
 	}
 }
 
+func (pc *pipelineCheck) visitSchema(s *JSONSchemaDoc) {
+	if s.node != nil {
+		pc.jsonSchema(pc.d, s.node)
+	}
+}
+
 // conforms reports whether a default value has the declared type.
 func conforms(v any, t *Type) bool {
 	if v == nil {

@@ -121,8 +121,9 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	if a := opt.Agent; a != nil {
 		agent = &runner.AgentInfo{Name: a.Name, Model: a.Model, Skills: a.Skills}
 	}
-	for _, sub := range cc.graphs { // subgraphs obey the same rules
-		sub.Rules, sub.Agent = rules, agent
+	red := runner.NewRedactor(cc.secrets()...)
+	for _, sub := range cc.graphs { // subgraphs obey the same rules and keep the same secrets
+		sub.Rules, sub.Agent, sub.Redact = rules, agent, red
 	}
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
@@ -226,6 +227,22 @@ func (c *graphCompiler) model(name string) (*Model, error) {
 	c.models[name] = m
 	c.defs[KindModel+"/"+name] = hashDoc(def.Doc)
 	return m, nil
+}
+
+// secrets are the secrets the compiled tools and models hold.
+func (c *graphCompiler) secrets() []string {
+	var out []string
+	for _, t := range c.tools {
+		if k, ok := t.Tool.(runner.SecretKeeper); ok {
+			out = append(out, k.Secrets()...)
+		}
+	}
+	for _, m := range c.models {
+		if k, ok := m.Provider.(runner.SecretKeeper); ok {
+			out = append(out, k.Secrets()...)
+		}
+	}
+	return out
 }
 
 // output evaluates a pipeline's output mapping.

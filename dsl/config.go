@@ -61,6 +61,17 @@ type PipelineRef struct {
 // UnmarshalYAML reads the pipeline name.
 func (p *PipelineRef) UnmarshalYAML(n *yaml.Node) error { p.node = n; return n.Decode(&p.Name) }
 
+// JSONSchemaDoc is a with: value holding a JSON Schema (an llm node's
+// output_schema, an interrupt node's resume_schema). The checker verifies
+// that it compiles and that its references stay inside it.
+type JSONSchemaDoc struct {
+	Doc  map[string]any
+	node *yaml.Node
+}
+
+// UnmarshalYAML decodes the schema and keeps the node.
+func (s *JSONSchemaDoc) UnmarshalYAML(n *yaml.Node) error { s.node = n; return n.Decode(&s.Doc) }
+
 // configVisitor receives the checked parts of a node config. vars are the
 // extra variables the struct tag `vars:"a,b"` gives the value's expressions.
 type configVisitor interface {
@@ -69,6 +80,7 @@ type configVisitor interface {
 	visitField(f *FieldRef)
 	visitTool(t *ToolRef)
 	visitPipeline(p *PipelineRef)
+	visitSchema(s *JSONSchemaDoc)
 }
 
 var (
@@ -78,6 +90,7 @@ var (
 	markerField = reflect.TypeFor[FieldRef]()
 	markerTool  = reflect.TypeFor[ToolRef]()
 	markerPipe  = reflect.TypeFor[PipelineRef]()
+	markerJSON  = reflect.TypeFor[JSONSchemaDoc]()
 )
 
 // visitConfig walks a decoded config value and hands its checked parts to v.
@@ -151,6 +164,8 @@ func visitMarker(val reflect.Value, vars []string, v configVisitor) bool {
 		v.visitTool(val.Addr().Interface().(*ToolRef))
 	case markerPipe:
 		v.visitPipeline(val.Addr().Interface().(*PipelineRef))
+	case markerJSON:
+		v.visitSchema(val.Addr().Interface().(*JSONSchemaDoc))
 	default:
 		return false
 	}
@@ -172,3 +187,4 @@ func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
 func (pipelineRefs) visitField(*FieldRef)                         {}
 func (pipelineRefs) visitTool(*ToolRef)                           {}
 func (f pipelineRefs) visitPipeline(p *PipelineRef)               { f(p) }
+func (pipelineRefs) visitSchema(*JSONSchemaDoc)                   {}

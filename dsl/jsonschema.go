@@ -24,7 +24,8 @@ type JSONSchema struct {
 }
 
 // CompileJSONSchema compiles a JSON Schema given as a decoded value; a nil one
-// accepts anything.
+// accepts anything. A $ref may name only a part of doc or runner's embedded
+// schemas (EmbeddedSchemas); any other is a *RefError, and nothing is read.
 func CompileJSONSchema(doc map[string]any) (*JSONSchema, error) {
 	if doc == nil {
 		doc = map[string]any{}
@@ -33,13 +34,13 @@ func CompileJSONSchema(doc map[string]any) (*JSONSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("file:///schema.json", v); err != nil {
+	c := newSchemaCompiler()
+	if err := c.AddResource(inlineSchemaURL, v); err != nil {
 		return nil, err
 	}
-	s, err := c.Compile("file:///schema.json")
+	s, err := c.Compile(inlineSchemaURL)
 	if err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	return &JSONSchema{s: s, printer: message.NewPrinter(language.English)}, nil
 }

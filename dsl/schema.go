@@ -33,7 +33,7 @@ type schemaSet struct {
 // newSchemaSet compiles the embedded schemas with nodes.json built from reg.
 func newSchemaSet(reg *Registry) (*schemaSet, error) {
 	s := &schemaSet{raw: map[string]any{}}
-	c := jsonschema.NewCompiler()
+	c := newSchemaCompiler()
 	add := func(name string, data []byte) error {
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 		if err != nil {

@@ -204,6 +204,7 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 	exec := r.newExec(c, r.now())
 	start := r.now()
 	out, err := c.req.Spec.Tool.Call(ctx, &ToolCall{Name: c.info.Name, Args: c.info.Args, State: r.in.State, Key: r.Thread + ":" + c.info.ID})
+	out, err = r.Graph.Redact.Value(out), r.Graph.Redact.Error(err) // before anything keeps or shows them
 	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		err = &TimeoutError{What: "tool " + c.info.Name, After: timeout}
 	}
@@ -305,7 +306,7 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 		r.emit(EventLLMCall, r.in.Node, map[string]any{"model": req.Model, "phase": req.Phase, "call": rec.Call})
 	}
 	start := r.now()
-	resp, err := req.Provider.Chat(ctx, req.Chat)
+	resp, err := r.chat(ctx, req.Provider, req.Chat)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,6 +323,20 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 		return nil, nil, err
 	}
 	return resp, rec, nil
+}
+
+// chat asks the provider, with the graph's secrets kept out of the
+// streamed text, the reply and the error.
+func (r *Run) chat(ctx context.Context, p Provider, req *ChatRequest) (*ChatResponse, error) {
+	red := r.Graph.Redact
+	if red != nil && req.OnToken != nil {
+		onToken := req.OnToken
+		write, flush := red.Stream(onToken)
+		req.OnToken = write
+		defer func() { flush(); req.OnToken = onToken }()
+	}
+	resp, err := p.Chat(ctx, req)
+	return red.reply(resp), red.Error(err)
 }
 
 // gateLLM fires an LLM trigger's rules. A gate before the call pauses it

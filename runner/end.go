@@ -60,6 +60,7 @@ func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*
 }
 
 func (r *Run) fail(ctx context.Context, state State, cur string, re *RunError) (*Result, error) {
+	re.Message = r.Graph.Redact.String(re.Message)
 	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusFailed, state: state, err: re}); err != nil {
 		return nil, err
 	}

@@ -44,6 +44,9 @@ type Graph struct {
 	// holds the hash of each of them ("Tool/search": "9f2c...").
 	Hash string
 	Defs map[string]string
+	// Redact hides the secrets of the graph's tools and models from
+	// everything its runs keep and show (see Redactor); nil: none.
+	Redact *Redactor
 }
 
 // Field is a declared state field.

@@ -160,6 +160,7 @@ func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 	attempts := max(1, s.Retry.MaxAttempts)
 	for a := 1; ; a++ {
 		upd, err := attempt(ctx, s, in)
+		err = r.Graph.Redact.Error(err)
 		if err == nil || !s.Retry.retries(err) || ctx.Err() != nil {
 			return upd, err
 		}

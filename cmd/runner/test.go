@@ -26,11 +26,16 @@ func newTest() *cobra.Command {
 against its agent or pipeline, with the tools it mocks, the resumes it lists,
 and checks the expected status, node path, tool calls and assertions.
 
+A Test stays inside the process: a call to an http tool it does not mock,
+or a model call past the end of its script:, fails the Test. With --live
+they go to the real service and the real model, with real secrets.
+
 Exit status: 0 all passed, 1 a test failed, 2 usage or definition error.`,
 		RunE: runTests,
 	}
 	cmd.Flags().String("run", "", "run only tests whose name contains this")
 	cmd.Flags().BoolP("verbose", "v", false, "print every test, not only failures")
+	cmd.Flags().Bool("live", false, "call unmocked http tools and unscripted models for real, with real secrets")
 	return cmd
 }
 
@@ -45,6 +50,7 @@ func runTests(cmd *cobra.Command, args []string) error {
 	}
 	filter, _ := cmd.Flags().GetString("run")
 	verbose, _ := cmd.Flags().GetBool("verbose")
+	live, _ := cmd.Flags().GetBool("live")
 	w := cmd.OutOrStdout()
 	passed, failed := 0, 0
 	for _, t := range proj.Tests {
@@ -52,7 +58,7 @@ func runTests(cmd *cobra.Command, args []string) error {
 			continue
 		}
 		start := time.Now()
-		problems := runTest(cmd.Context(), checker, proj, t)
+		problems := runTest(cmd.Context(), checker, proj, t, live)
 		took := time.Since(start).Round(time.Millisecond)
 		if len(problems) == 0 {
 			passed++
@@ -74,41 +80,63 @@ func runTests(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// runTest runs one test and returns what did not meet expectations.
-func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef) []string {
+// runTest runs one test and returns what did not meet expectations. A
+// call the Test does not answer (see liveGuard) ends the run, and is all
+// it reports.
+func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef, live bool) []string {
 	calls := &callLog{}
 	ms, err := mocks(proj, t.Mocks)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Mocks: ms,
-		Agent: proj.Agents[t.Agent], Provider: builtins.ScriptedProviders(t.Script)})
+	guard := &liveGuard{test: t, live: live}
+	ctx, guard.cancel = context.WithCancelCause(ctx)
+	defer guard.cancel(nil)
+	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: guard.tool, Mocks: ms,
+		Agent: proj.Agents[t.Agent], Provider: guard.providers()})
 	if err != nil {
 		return []string{err.Error()}
 	}
+	problems, res, path := runSteps(ctx, g, t, calls)
+	if refused := guard.problems(); len(refused) > 0 {
+		return refused
+	}
+	if problems != nil {
+		return problems
+	}
+	return expectations(t, res, path, calls.names())
+}
+
+// runSteps runs a test's target, then resumes it with each of its resume
+// steps; it returns the problems that stop the test, or the final result
+// and the path of nodes run across resumes.
+func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callLog) ([]string, *runner.Result, []string) {
 	st, _ := store.Open("memory:")
 	defer st.Close()
 	clock := &testClock{}
 	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}
 	res, err := e.Run(ctx, g, "test", t.Input)
 	if err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, nil, nil
 	}
 	path := append([]string{}, res.Path...)
 	for i, step := range t.Resume { // every step is sent: one the thread does not wait for must be refused
+		if ctx.Err() != nil {
+			break // a refused call ended the run
+		}
 		clock.advance(step.After)
 		next, err := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
 		switch {
 		case step.Refused != "" && (err == nil || !strings.Contains(err.Error(), step.Refused)):
-			return []string{fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(err, "no error"))}
+			return []string{fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(err, "no error"))}, nil, nil
 		case step.Refused == "" && err != nil:
-			return []string{fmt.Sprintf("%s: resume %d: %v", step.Pos, i+1, err)}
+			return []string{fmt.Sprintf("%s: resume %d: %v", step.Pos, i+1, err)}, nil, nil
 		case err == nil:
 			res = next
 			path = append(path, res.Path...)
 		}
 	}
-	return expectations(t, res, path, calls.names())
+	return nil, res, path
 }
 
 // testClock is a test's clock: real time, moved forward by resume steps'
