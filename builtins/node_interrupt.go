@@ -40,19 +40,37 @@ var InterruptNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &InterruptConfig{} },
+	Check:  checkInterrupt,
 	Build:  buildInterrupt,
+}
+
+// resumeSchema compiles the schema resume values must satisfy; nil when
+// the node has none.
+func (c *InterruptConfig) resumeSchema() (*dsl.JSONSchema, error) {
+	if c.ResumeSchema == nil {
+		return nil, nil
+	}
+	s, err := dsl.CompileJSONSchema(c.ResumeSchema)
+	if err != nil {
+		return nil, fmt.Errorf("resume_schema is not a valid JSON Schema: %w", err)
+	}
+	return s, nil
+}
+
+// checkInterrupt refuses a resume_schema that does not compile.
+func checkInterrupt(cfg any, chk *dsl.NodeCheck) {
+	if _, err := cfg.(*InterruptConfig).resumeSchema(); err != nil {
+		chk.Errorf("resume_schema", "%v", err)
+	}
 }
 
 func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	c := cfg.(*InterruptConfig)
-	n := &interruptNode{cfg: c}
-	if c.ResumeSchema != nil {
-		var err error
-		if n.schema, err = dsl.CompileJSONSchema(c.ResumeSchema); err != nil {
-			return nil, fmt.Errorf("resume_schema: %w", err)
-		}
+	s, err := c.resumeSchema()
+	if err != nil {
+		return nil, err
 	}
-	return n, nil
+	return &interruptNode{cfg: c, schema: s}, nil
 }
 
 // interruptNode pauses on its first run and, resumed, writes the value.

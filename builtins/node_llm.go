@@ -84,7 +84,18 @@ var LLMNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &LLMConfig{Messages: dsl.FieldRef{Name: "messages"}} },
+	Check:  checkLLM,
 	Build:  buildLLM,
+}
+
+// checkLLM refuses an output_schema that does not compile.
+func checkLLM(cfg any, chk *dsl.NodeCheck) {
+	c := cfg.(*LLMConfig)
+	if c.OutputSchema != nil {
+		if _, err := newOutputSchema(c.Output.Name, c.OutputSchema); err != nil {
+			chk.Errorf("output_schema", "%v", err)
+		}
+	}
 }
 
 // Conventional state fields an llm node writes when the pipeline declares

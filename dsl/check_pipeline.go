@@ -127,6 +127,9 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	}
 	pc.node = n
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
+	if nt.Check != nil {
+		nt.Check(n.Config, &NodeCheck{pc: pc})
+	}
 }
 
 // routes reads a node's next: a name, or a list of {when, to}.

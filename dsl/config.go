@@ -18,6 +18,10 @@ type Expression struct {
 // UnmarshalYAML keeps the node; the checker compiles it.
 func (e *Expression) UnmarshalYAML(n *yaml.Node) error { e.node = n; return nil }
 
+// Set reports whether the expression is written in with: (a node type's
+// Check sees it even when it did not compile).
+func (e *Expression) Set() bool { return e.node != nil || e.Program != nil }
+
 // Condition is an Expression that must be boolean.
 type Condition struct{ Expression }
 
