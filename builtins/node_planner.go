@@ -34,7 +34,7 @@ type PlannerConfig struct {
 // decision must meet.
 type PlannerLLMConfig struct {
 	// Model names a Model document; empty: the agent's model.
-	Model string `yaml:"model"`
+	Model dsl.ModelRef `yaml:"model"`
 	// When, if false, leaves the decision to the fallback sequence.
 	When dsl.Condition `yaml:"when"`
 	// Timeout bounds the call (default 10s); an overrun falls back.
@@ -155,7 +155,7 @@ func buildPlanner(cfg any, b *dsl.Build) (runner.Node, error) {
 // buildPlannerLLM resolves the model and builds the decision's schema
 // and the tool catalogue the templates see.
 func buildPlannerLLM(c *PlannerLLMConfig, tools []dsl.ToolRef, b *dsl.Build) (*plannerLLM, error) {
-	m, err := b.Model(c.Model)
+	m, err := b.Model(c.Model.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ func (k *check) agent(d *Document) {
 	a.Skills = k.refs(d, d.Get("skills"), KindSkill, "skill")
 	a.Tools = k.refs(d, d.Get("tools"), KindTool, "tool")
 	p := k.proj.Pipelines[a.Pipeline]
+	k.agentModel(d, d.Get("pipeline"), a, p)
 	for _, n := range items(d.Get("rules")) {
 		if k.ref(d, n, KindRuleSet, "rule set") {
 			a.Rules = append(a.Rules, n.Value)
@@ -210,6 +211,9 @@ func (k *check) test(d *Document) {
 	k.refs(d, mapGet(d.Get("expect"), "tool_calls"), KindTool, "tool")
 	if p == nil {
 		return
+	}
+	if n := d.Get("pipeline"); n != nil {
+		k.testModel(d, n, p)
 	}
 	names := append(nodeNames(p), End)
 	for _, n := range items(mapGet(d.Get("expect"), "path")) {

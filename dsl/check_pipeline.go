@@ -209,6 +209,15 @@ func (pc *pipelineCheck) visitPipeline(p *PipelineRef) {
 	}
 }
 
+func (pc *pipelineCheck) visitModel(m *ModelRef) {
+	switch {
+	case m.Name != "":
+		pc.ref(pc.d, m.node, KindModel, "model")
+	case pc.p.ownAgentModel == nil:
+		pc.p.ownAgentModel = pc.node
+	}
+}
+
 // conforms reports whether a default value has the declared type.
 func conforms(v any, t *Type) bool {
 	if v == nil {

@@ -65,6 +65,16 @@ type PipelineRef struct {
 // UnmarshalYAML reads the pipeline name.
 func (p *PipelineRef) UnmarshalYAML(n *yaml.Node) error { p.node = n; return n.Decode(&p.Name) }
 
+// ModelRef names a Model document; empty, it is the agent's model, which
+// the pipeline then needs from the agent that runs it.
+type ModelRef struct {
+	Name string
+	node *yaml.Node
+}
+
+// UnmarshalYAML reads the model name.
+func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Decode(&m.Name) }
+
 // configVisitor receives the checked parts of a node config. vars are the
 // extra variables the struct tag `vars:"a,b"` gives the value's expressions.
 type configVisitor interface {
@@ -73,6 +83,7 @@ type configVisitor interface {
 	visitField(f *FieldRef)
 	visitTool(t *ToolRef)
 	visitPipeline(p *PipelineRef)
+	visitModel(m *ModelRef)
 }
 
 var (
@@ -82,6 +93,7 @@ var (
 	markerField = reflect.TypeFor[FieldRef]()
 	markerTool  = reflect.TypeFor[ToolRef]()
 	markerPipe  = reflect.TypeFor[PipelineRef]()
+	markerModel = reflect.TypeFor[ModelRef]()
 )
 
 // visitConfig walks a decoded config value and hands its checked parts to v.
@@ -155,6 +167,8 @@ func visitMarker(val reflect.Value, vars []string, v configVisitor) bool {
 		v.visitTool(val.Addr().Interface().(*ToolRef))
 	case markerPipe:
 		v.visitPipeline(val.Addr().Interface().(*PipelineRef))
+	case markerModel:
+		v.visitModel(val.Addr().Interface().(*ModelRef))
 	default:
 		return false
 	}
@@ -175,4 +189,5 @@ func (pipelineRefs) visitExpression(*Expression, *Type, []string) {}
 func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
 func (pipelineRefs) visitField(*FieldRef)                         {}
 func (pipelineRefs) visitTool(*ToolRef)                           {}
+func (pipelineRefs) visitModel(*ModelRef)                         {}
 func (f pipelineRefs) visitPipeline(p *PipelineRef)               { f(p) }

@@ -11,8 +11,9 @@ import (
 // NodeType describes one built-in node type to the compiler: its name, what
 // it does, the JSON Schema of its with: block and the Go value that block
 // decodes into. The config value's fields of type Expression, Condition,
-// Template, FieldRef, ToolRef and PipelineRef are checked and compiled by
-// the checker; the builtins package supplies the values (builtins.All).
+// Template, FieldRef, ToolRef, PipelineRef and ModelRef are checked and
+// compiled by the checker; the builtins package supplies the values
+// (builtins.All).
 type NodeType struct {
 	Name string
 	Doc  string
