@@ -1,12 +1,9 @@
 package dsl
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runner-dev/runner/runner"
@@ -108,6 +105,7 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 		return t
 	}
 	def.URL = templ(mapGet(h, "url"))
+	k.httpURL(d, mapGet(h, "url"), def)
 	pairs(mapGet(h, "headers"), func(key, v *yaml.Node) { def.Headers[key.Value] = templ(v) })
 	if b := mapGet(h, "body"); b != nil {
 		def.Body = k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
@@ -125,16 +123,7 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 		return nil
 	}
 	doc, _ := toJSON(n).(map[string]any)
-	raw, _ := json.Marshal(doc)
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	c := jsonschema.NewCompiler()
-	if err == nil {
-		err = c.AddResource("file:///tool.json", v)
-	}
-	if err == nil {
-		_, err = c.Compile("file:///tool.json")
-	}
-	if err != nil {
+	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
 		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
 	}
 	return doc
@@ -193,6 +182,7 @@ func (k *check) model(d *Document) {
 	_ = decode(d.Get("pricing"), &m.Pricing)
 	_ = decode(d.Get("context_window"), &m.Context)
 	_ = decode(d.Get("params"), &m.Params)
+	k.baseURL(d, d.Get("base_url"))
 	k.proj.Models[m.Name] = m
 }
 
