@@ -96,7 +96,7 @@ type outputSchema struct {
 func newOutputSchema(name string, doc map[string]any) (*outputSchema, error) {
 	s, err := dsl.CompileJSONSchema(doc)
 	if err != nil {
-		return nil, fmt.Errorf("output_schema: %w", err)
+		return nil, fmt.Errorf("output_schema is not a valid JSON Schema: %w", err)
 	}
 	return &outputSchema{name: name, doc: doc, s: s}, nil
 }

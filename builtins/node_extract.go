@@ -3,8 +3,10 @@ package builtins
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/runner-dev/runner/dsl"
@@ -72,29 +74,79 @@ var ExtractNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &ExtractConfig{} },
+	Check:  checkExtract,
 	Build:  buildExtract,
+}
+
+// errTextAndFrom refuses a node that sets both text: and from:.
+var errTextAndFrom = errors.New("set text: or from:, not both: text: replaces the message that from: names")
+
+// errNoSource refuses scanning the messages of an undeclared field.
+func errNoSource(field string) error {
+	return fmt.Errorf("extract reads the last assistant message of state field %q, which is not declared; declare it, or set text or from", field)
+}
+
+// source is the state field whose last assistant message is scanned
+// when text: is not set.
+func (c *ExtractConfig) source() string {
+	if c.From.Name == "" {
+		return "messages"
+	}
+	return c.From.Name
+}
+
+// patterns returns the regular expressions with the path of each in with:.
+func (c *ExtractConfig) patterns() (patterns, paths []string) {
+	if c.Pattern != "" {
+		return []string{c.Pattern}, []string{"pattern"}
+	}
+	for i := range c.Patterns {
+		paths = append(paths, "patterns."+strconv.Itoa(i))
+	}
+	return c.Patterns, paths
+}
+
+// compilePattern compiles the i-th (0-based) of a node's patterns.
+func compilePattern(i int, p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %d %q is not a valid regular expression: %w", i+1, p, err)
+	}
+	return re, nil
+}
+
+// checkExtract refuses text: with from:, a scanned messages field that is
+// not declared, and patterns that do not compile.
+func checkExtract(cfg any, chk *dsl.NodeCheck) {
+	c := cfg.(*ExtractConfig)
+	if c.Text.Set() && c.From.Name != "" {
+		chk.Errorf("from", "%v", errTextAndFrom)
+	}
+	if !c.Text.Set() && c.From.Name == "" && !chk.HasField(c.source()) { // a from: field is checked as a field reference
+		chk.Errorf("from", "%v", errNoSource(c.source()))
+	}
+	patterns, paths := c.patterns()
+	for i, p := range patterns {
+		if _, err := compilePattern(i, p); err != nil {
+			chk.Errorf(paths[i], "%v", err)
+		}
+	}
 }
 
 func buildExtract(cfg any, b *dsl.Build) (runner.Node, error) {
 	c := cfg.(*ExtractConfig)
 	if c.Text.Program != nil && c.From.Name != "" {
-		return nil, fmt.Errorf("set text: or from:, not both: text: replaces the message that from: names")
+		return nil, errTextAndFrom
 	}
-	n := &extractNode{cfg: c, node: b.Node.Name, from: c.From.Name}
-	if n.from == "" {
-		n.from = "messages"
-	}
+	n := &extractNode{cfg: c, node: b.Node.Name, from: c.source()}
 	if c.Text.Program == nil && !b.HasField(n.from) {
-		return nil, fmt.Errorf("extract reads the last assistant message of state field %q, which is not declared; declare it, or set text or from", n.from)
+		return nil, errNoSource(n.from)
 	}
-	patterns := c.Patterns
-	if c.Pattern != "" {
-		patterns = []string{c.Pattern}
-	}
+	patterns, _ := c.patterns()
 	for i, p := range patterns {
-		re, err := regexp.Compile(p)
+		re, err := compilePattern(i, p)
 		if err != nil {
-			return nil, fmt.Errorf("pattern %d %q is not a valid regular expression: %w", i+1, p, err)
+			return nil, err
 		}
 		n.res = append(n.res, re)
 	}

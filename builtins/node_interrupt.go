@@ -43,16 +43,27 @@ var InterruptNode = dsl.NodeType{
 	Build:  buildInterrupt,
 }
 
+// resumeSchema compiles the schema resume values must satisfy; nil when
+// the node has none.
+func (c *InterruptConfig) resumeSchema() (*dsl.JSONSchema, error) {
+	if c.ResumeSchema.Doc == nil {
+		return nil, nil
+	}
+	s, err := dsl.CompileJSONSchema(c.ResumeSchema.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("resume_schema is not a valid JSON Schema: %w", err)
+	}
+	return s, nil
+}
+
+
 func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	c := cfg.(*InterruptConfig)
-	n := &interruptNode{cfg: c}
-	if c.ResumeSchema.Doc != nil {
-		var err error
-		if n.schema, err = dsl.CompileJSONSchema(c.ResumeSchema.Doc); err != nil {
-			return nil, fmt.Errorf("resume_schema: %w", err)
-		}
+	s, err := c.resumeSchema()
+	if err != nil {
+		return nil, err
 	}
-	return n, nil
+	return &interruptNode{cfg: c, schema: s}, nil
 }
 
 // interruptNode pauses on its first run and, resumed, writes the value.

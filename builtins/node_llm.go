@@ -11,7 +11,7 @@ import (
 // LLMConfig is the with: block of an llm node.
 type LLMConfig struct {
 	// Model names a Model document; empty: the agent's model.
-	Model string `yaml:"model"`
+	Model dsl.ModelRef `yaml:"model"`
 	// Messages is the conversation sent; the reply is appended to it
 	// unless Append is false.
 	Messages dsl.FieldRef `yaml:"messages"`
@@ -87,6 +87,7 @@ var LLMNode = dsl.NodeType{
 	Build:  buildLLM,
 }
 
+
 // Conventional state fields an llm node writes when the pipeline declares
 // them.
 const (
@@ -96,7 +97,7 @@ const (
 
 func buildLLM(cfg any, b *dsl.Build) (runner.Node, error) {
 	c := cfg.(*LLMConfig)
-	m, err := b.Model(c.Model)
+	m, err := b.Model(c.Model.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/runner-dev/runner/dsl"
@@ -32,7 +34,7 @@ type PlannerConfig struct {
 // decision must meet.
 type PlannerLLMConfig struct {
 	// Model names a Model document; empty: the agent's model.
-	Model string `yaml:"model"`
+	Model dsl.ModelRef `yaml:"model"`
 	// When, if false, leaves the decision to the fallback sequence.
 	When dsl.Condition `yaml:"when"`
 	// Timeout bounds the call (default 10s); an overrun falls back.
@@ -104,7 +106,21 @@ var PlannerNode = dsl.NodeType{
 			Step: dsl.FieldRef{Name: "step_count"}, Decisions: dsl.FieldRef{Name: "planner_decisions"},
 		}
 	},
+	Check: checkPlanner,
 	Build: buildPlanner,
+}
+
+// errNotInTools refuses a fallback tool the planner may not choose.
+func errNotInTools(tool string) error { return fmt.Errorf("fallback tool %s is not in tools", tool) }
+
+// checkPlanner refuses fallback tools that are not among the tools.
+func checkPlanner(cfg any, chk *dsl.NodeCheck) {
+	c := cfg.(*PlannerConfig)
+	for i, t := range c.Fallback {
+		if !slices.ContainsFunc(c.Tools, func(r dsl.ToolRef) bool { return r.Name == t.Name }) {
+			chk.Errorf("fallback."+strconv.Itoa(i), "%v", errNotInTools(t.Name)).Hint = "add it to tools, or take it out of fallback"
+		}
+	}
 }
 
 // Complete is the planner's decision to finish.
@@ -123,7 +139,7 @@ func buildPlanner(cfg any, b *dsl.Build) (runner.Node, error) {
 	n := &planner{completed: c.Completed.Name, next: c.Next.Name, step: c.Step.Name, decisions: c.Decisions.Name}
 	for _, t := range c.Fallback {
 		if !allowed[t.Name] {
-			return nil, fmt.Errorf("fallback tool %s is not in tools", t.Name)
+			return nil, errNotInTools(t.Name)
 		}
 		n.fallback = append(n.fallback, t.Name)
 	}
@@ -139,7 +155,7 @@ func buildPlanner(cfg any, b *dsl.Build) (runner.Node, error) {
 // buildPlannerLLM resolves the model and builds the decision's schema
 // and the tool catalogue the templates see.
 func buildPlannerLLM(c *PlannerLLMConfig, tools []dsl.ToolRef, b *dsl.Build) (*plannerLLM, error) {
-	m, err := b.Model(c.Model)
+	m, err := b.Model(c.Model.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -641,7 +641,7 @@ nodes:
 	g := compile(t, src, "spin", nil)
 	e := engine(t)
 	res, err := e.Run(context.Background(), g, "t", map[string]any{"xs": xs})
-	if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "loop iterations") {
+	if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "(the limit)") {
 		t.Fatalf("%v %+v", err, res)
 	}
 	if res, err = e.Resume(context.Background(), g, "t", runner.ResumeOptions{}); err != nil || res.Status != runner.StatusFailed {

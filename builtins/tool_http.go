@@ -56,49 +56,12 @@ func newTransport() *http.Transport {
 	}
 }
 
-// hostError is a request to a host outside the allowlist.
-type hostError struct {
-	host  string
-	allow []string
-}
-
-func (e *hostError) Error() string {
-	return fmt.Sprintf("host %q is not in allow_hosts [%s]", e.host, strings.Join(e.allow, ", "))
-}
-
-// checkURL refuses a URL that is not http(s) or whose host is not allowed.
-func (t *httpTool) checkURL(u *url.URL) error {
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("url scheme must be http or https, not %q", u.Scheme)
-	}
-	if !t.allowed(u) {
-		return &hostError{host: u.Host, allow: t.def.AllowHosts}
-	}
-	return nil
-}
-
-// allowed reports whether an allow_hosts entry names u's host (any port)
-// or its host:port (the scheme's port when u has none).
-func (t *httpTool) allowed(u *url.URL) bool {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	hostPort := net.JoinHostPort(u.Hostname(), port)
-	for _, a := range t.def.AllowHosts {
-		if strings.EqualFold(a, u.Hostname()) || strings.EqualFold(a, hostPort) {
-			return true
-		}
-	}
-	return false
-}
-
 // checkRedirect follows a few redirects, and only to allowed hosts.
 func (t *httpTool) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
-	return t.checkURL(req.URL)
+	return t.def.CheckURL(req.URL)
 }
 
 // Call renders the request, sends it and maps the response.
@@ -174,7 +137,7 @@ func (c *httpCall) request(ctx context.Context) (*http.Request, error) {
 	if err != nil {
 		return nil, runner.Permanent(c.errorf("%v", err))
 	}
-	if err := c.checkURL(req.URL); err != nil {
+	if err := c.def.CheckURL(req.URL); err != nil {
 		return nil, runner.Permanent(c.errorf("%v", err))
 	}
 	if body != nil {
@@ -215,7 +178,7 @@ func (c *httpCall) body() (io.Reader, error) {
 // the context's error, so that a deadline reads as a timeout, and leaves
 // out the URL, which may hold secrets.
 func (c *httpCall) sendError(ctx context.Context, host string, err error) error {
-	var he *hostError
+	var he *dsl.HostError
 	if errors.As(err, &he) {
 		return runner.Permanent(c.errorf("redirect: %v", he))
 	}

@@ -120,7 +120,7 @@ kind: Tool
 metadata: {name: other_port}
 parameters: {type: object}
 http:
-  url: SERVER/text
+  url: ${"SERVER"}/text # computed: validate cannot see the host, the tool checks it
   allow_hosts: ["127.0.0.1:1"]
 ---
 apiVersion: runner/v1
@@ -128,7 +128,7 @@ kind: Tool
 metadata: {name: elsewhere}
 parameters: {type: object}
 http:
-  url: SERVER/text
+  url: ${"SERVER"}/text
   allow_hosts: [api.example.com, example.org]
 ---
 apiVersion: runner/v1
@@ -245,10 +245,11 @@ func TestHTTPToolErrors(t *testing.T) {
 func TestHTTPToolTimeout(t *testing.T) {
 	t.Setenv(tokenEnv, token)
 	srv := testAPI(t)
+	tool := httpTool(t, srv, "api") // before the clock starts: checking the definitions may take longer under -race
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := httpTool(t, srv, "api").Call(ctx, &runner.ToolCall{Args: map[string]any{"path": "slow"}})
+	_, err := tool.Call(ctx, &runner.ToolCall{Args: map[string]any{"path": "slow"}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a context.DeadlineExceeded", err)
 	}

@@ -55,6 +55,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	}
 	k.checkKind(KindRuleSet, k.ruleSet)
 	k.checkKind(KindPipeline, k.pipeline)
+	k.agentModels()
 	k.checkKind(KindTool, k.tool)
 	k.checkKind(KindSkill, k.skill)
 	k.checkKind(KindModel, k.model)
@@ -63,6 +64,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	k.subgraphCycles()
 	k.unused(KindTool, "tool")
 	k.unused(KindSkill, "skill")
+	k.modelsWithoutAgent()
 	return k.proj, k.diags.Sorted()
 }
 

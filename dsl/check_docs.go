@@ -20,6 +20,7 @@ func (k *check) agent(d *Document) {
 	a.Skills = k.refs(d, d.Get("skills"), KindSkill, "skill")
 	a.Tools = k.refs(d, d.Get("tools"), KindTool, "tool")
 	p := k.proj.Pipelines[a.Pipeline]
+	k.agentModel(d, d.Get("pipeline"), a, p)
 	for _, n := range items(d.Get("rules")) {
 		if k.ref(d, n, KindRuleSet, "rule set") {
 			a.Rules = append(a.Rules, n.Value)
@@ -104,6 +105,7 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 		return t
 	}
 	def.URL = templ(mapGet(h, "url"))
+	k.httpURL(d, mapGet(h, "url"), def)
 	pairs(mapGet(h, "headers"), func(key, v *yaml.Node) { def.Headers[key.Value] = templ(v) })
 	if b := mapGet(h, "body"); b != nil {
 		def.Body = k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
@@ -127,7 +129,7 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 	if !ok || k.checkSchemaRefs(d, n) {
 		return doc
 	}
-	if _, err := CompileJSONSchema(doc); err != nil {
+	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
 		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
 	}
 	return doc
@@ -186,6 +188,7 @@ func (k *check) model(d *Document) {
 	_ = decode(d.Get("pricing"), &m.Pricing)
 	_ = decode(d.Get("context_window"), &m.Context)
 	_ = decode(d.Get("params"), &m.Params)
+	k.baseURL(d, d.Get("base_url"))
 	k.proj.Models[m.Name] = m
 }
 
@@ -204,6 +207,9 @@ func (k *check) test(d *Document) {
 	k.refs(d, mapGet(d.Get("expect"), "tool_calls"), KindTool, "tool")
 	if p == nil {
 		return
+	}
+	if n := d.Get("pipeline"); n != nil {
+		k.testModel(d, n, p)
 	}
 	names := append(nodeNames(p), End)
 	for _, n := range items(mapGet(d.Get("expect"), "path")) {

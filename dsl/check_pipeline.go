@@ -32,6 +32,7 @@ func (k *check) pipeline(d *Document) {
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
 	p.Input = objectOf(d.Get("input"))
+	pc.inputFields()
 	if lim := d.Get("limits"); lim != nil {
 		_ = decode(mapGet(lim, "max_steps"), &p.MaxSteps)
 		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
@@ -62,11 +63,50 @@ func (pc *pipelineCheck) state() {
 			if !conforms(f.Default, f.Type) {
 				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
 			}
+			pc.enumDefault(f, def, mapGet(v, "enum"))
 		}
 		fields[f.Name] = f.Type
 		pc.p.Fields = append(pc.p.Fields, f)
 	})
 	pc.p.State = ObjectOf(fields)
+}
+
+// enumDefault checks that a field's default is one of its enum values.
+func (pc *pipelineCheck) enumDefault(f *Field, def, enum *yaml.Node) {
+	if enum == nil || f.Default == nil {
+		return
+	}
+	var values []string
+	for _, e := range items(enum) {
+		if reflect.DeepEqual(runner.NormalizeJSON(toJSON(e)), f.Default) {
+			return
+		}
+		values = append(values, quoteValue(e))
+	}
+	pc.diags.Errorf(pc.d.Pos(def), "default of %q is %s, which is not one of its enum values [%s]", f.Name, quoteValue(def), strings.Join(values, ", ")).Hint =
+		hintOr(didYouMean(scalarValue(def), scalarValues(items(enum))), "add it to enum:, or change the default")
+}
+
+// inputFields checks that every input field initialises a state field of
+// the same name: a run refuses an input field the state does not declare.
+func (pc *pipelineCheck) inputFields() {
+	pairs(pc.d.Get("input"), func(key, _ *yaml.Node) {
+		if _, ok := pc.p.State.Fields[key.Value]; !ok {
+			pc.diags.Errorf(pc.d.Pos(key), "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
+				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state:, where the input initialises it")
+		}
+	})
+}
+
+// scalarValues returns the values of the scalar nodes among ns.
+func scalarValues(ns []*yaml.Node) []string {
+	var out []string
+	for _, n := range ns {
+		if n.Kind == yaml.ScalarNode {
+			out = append(out, n.Value)
+		}
+	}
+	return out
 }
 
 // reducer checks that a field's reducer fits its type.
@@ -127,6 +167,9 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	}
 	pc.node = n
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
+	if nt.Check != nil {
+		nt.Check(n.Config, &NodeCheck{pc: pc})
+	}
 }
 
 // routes reads a node's next: a name, or a list of {when, to}.
@@ -138,6 +181,7 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next)}}
 		return
 	}
+	var always *Route // the first route without when
 	for _, r := range items(next) {
 		to := mapGet(r, "to")
 		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to)}
@@ -145,8 +189,25 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 			route.When = &Condition{Expression{node: w}}
 			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
 		}
+		if always != nil {
+			pc.deadRoute(n, r, route, always)
+		} else if route.When == nil {
+			always = route
+		}
 		n.Next = append(n.Next, route)
 	}
+}
+
+// deadRoute reports a route that follows a route without when, which
+// always matches first: the route at r can never be taken.
+func (pc *pipelineCheck) deadRoute(n *Node, r *yaml.Node, route, always *Route) {
+	if route.When == nil {
+		pc.diags.Errorf(pc.d.Pos(r), "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
+			n.Name, always.To, always.Pos.Line, route.To).Hint = "give one of them a condition, or remove one"
+		return
+	}
+	pc.diags.Errorf(pc.d.Pos(r), "the route to %q can never be taken: the route to %q before it has no when and always matches",
+		route.To, always.To).Hint = "move the route without when to the end of the list"
 }
 
 func (pc *pipelineCheck) duration(n *yaml.Node, dst *time.Duration) {
@@ -209,6 +270,15 @@ func (pc *pipelineCheck) visitPipeline(p *PipelineRef) {
 func (pc *pipelineCheck) visitSchema(s *JSONSchemaDoc) {
 	if s.node != nil {
 		pc.jsonSchema(pc.d, s.node)
+	}
+}
+
+func (pc *pipelineCheck) visitModel(m *ModelRef) {
+	switch {
+	case m.Name != "":
+		pc.ref(pc.d, m.node, KindModel, "model")
+	case pc.p.ownAgentModel == nil:
+		pc.p.ownAgentModel = pc.node
 	}
 }
 

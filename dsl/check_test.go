@@ -18,6 +18,9 @@ import (
 //	# ERROR "regexp"        on the line it stands on
 //	# WARNING:17 "regexp"   ... at column 17
 //	# ERROR@-2:9 "regexp"   two lines up (for lines inside block scalars)
+//
+// The regular expression is written as is, except that \" stands for a
+// quote: \( matches a parenthesis.
 type want struct {
 	sev  dsl.Severity
 	line int
@@ -44,8 +47,7 @@ func readWants(t *testing.T, file string) []want {
 			if m[3] != "" {
 				w.col, _ = strconv.Atoi(m[3])
 			}
-			pat, _ := strconv.Unquote(`"` + m[4] + `"`)
-			w.re = regexp.MustCompile(pat)
+			w.re = regexp.MustCompile(strings.ReplaceAll(m[4], `\"`, `"`))
 			ws = append(ws, w)
 		}
 	}

@@ -18,6 +18,10 @@ type Expression struct {
 // UnmarshalYAML keeps the node; the checker compiles it.
 func (e *Expression) UnmarshalYAML(n *yaml.Node) error { e.node = n; return nil }
 
+// Set reports whether the expression is written in with: (a node type's
+// Check sees it even when it did not compile).
+func (e *Expression) Set() bool { return e.node != nil || e.Program != nil }
+
 // Condition is an Expression that must be boolean.
 type Condition struct{ Expression }
 
@@ -72,6 +76,16 @@ type JSONSchemaDoc struct {
 // UnmarshalYAML decodes the schema and keeps the node.
 func (s *JSONSchemaDoc) UnmarshalYAML(n *yaml.Node) error { s.node = n; return n.Decode(&s.Doc) }
 
+// ModelRef names a Model document; empty, it is the agent's model, which
+// the pipeline then needs from the agent that runs it.
+type ModelRef struct {
+	Name string
+	node *yaml.Node
+}
+
+// UnmarshalYAML reads the model name.
+func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Decode(&m.Name) }
+
 // configVisitor receives the checked parts of a node config. vars are the
 // extra variables the struct tag `vars:"a,b"` gives the value's expressions.
 type configVisitor interface {
@@ -81,6 +95,7 @@ type configVisitor interface {
 	visitTool(t *ToolRef)
 	visitPipeline(p *PipelineRef)
 	visitSchema(s *JSONSchemaDoc)
+	visitModel(m *ModelRef)
 }
 
 var (
@@ -91,6 +106,7 @@ var (
 	markerTool  = reflect.TypeFor[ToolRef]()
 	markerPipe  = reflect.TypeFor[PipelineRef]()
 	markerJSON  = reflect.TypeFor[JSONSchemaDoc]()
+	markerModel = reflect.TypeFor[ModelRef]()
 )
 
 // visitConfig walks a decoded config value and hands its checked parts to v.
@@ -166,6 +182,8 @@ func visitMarker(val reflect.Value, vars []string, v configVisitor) bool {
 		v.visitPipeline(val.Addr().Interface().(*PipelineRef))
 	case markerJSON:
 		v.visitSchema(val.Addr().Interface().(*JSONSchemaDoc))
+	case markerModel:
+		v.visitModel(val.Addr().Interface().(*ModelRef))
 	default:
 		return false
 	}
@@ -186,5 +204,6 @@ func (pipelineRefs) visitExpression(*Expression, *Type, []string) {}
 func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
 func (pipelineRefs) visitField(*FieldRef)                         {}
 func (pipelineRefs) visitTool(*ToolRef)                           {}
+func (pipelineRefs) visitModel(*ModelRef)                         {}
 func (f pipelineRefs) visitPipeline(p *PipelineRef)               { f(p) }
 func (pipelineRefs) visitSchema(*JSONSchemaDoc)                   {}

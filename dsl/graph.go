@@ -1,6 +1,9 @@
 package dsl
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // graph checks a pipeline's topology: start and route targets exist, every
 // node is reachable and can reach END, every cycle is bounded by a limit,
@@ -50,7 +53,7 @@ func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
 		pc.diags.Errorf(pc.d.Pos(mapGet(n.value, "on_error")), "on_error names unknown node %q", n.OnError).Hint = didYouMean(n.OnError, names)
 		unknown = append(unknown, n.OnError)
 	}
-	if last := n.Next[len(n.Next)-1]; last.When != nil {
+	if last := n.Next[len(n.Next)-1]; last.When != nil && !slices.ContainsFunc(n.Next, func(r *Route) bool { return r.When == nil }) {
 		pc.diags.Warnf(last.Pos, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
 	}
 	return unknown

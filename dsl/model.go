@@ -168,6 +168,12 @@ type Pipeline struct {
 	Output   map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
 	Budget runner.Budget
+	// AgentModel is the first node, of this pipeline or of one it runs as
+	// a subgraph, that calls the agent's model (an llm node without
+	// model:); nil when none does. Such a pipeline runs only through an
+	// agent that has a model.
+	AgentModel    *Node
+	ownAgentModel *Node // of this pipeline's own nodes
 }
 
 // Node returns the node called name, or nil.

@@ -11,8 +11,9 @@ import (
 // NodeType describes one built-in node type to the compiler: its name, what
 // it does, the JSON Schema of its with: block and the Go value that block
 // decodes into. The config value's fields of type Expression, Condition,
-// Template, FieldRef, ToolRef and PipelineRef are checked and compiled by
-// the checker; the builtins package supplies the values (builtins.All).
+// Template, FieldRef, ToolRef, PipelineRef and ModelRef are checked and
+// compiled by the checker; the builtins package supplies the values
+// (builtins.All).
 type NodeType struct {
 	Name string
 	Doc  string
@@ -21,7 +22,15 @@ type NodeType struct {
 	Schema string
 	// Config returns a new pointer to the value with: decodes into.
 	Config func() any
-	// Build makes the runtime node from a checked config.
+	// Check, when set, checks a decoded config beyond its schema and the
+	// types of its fields: whatever Build would refuse that can be known
+	// without running anything (a regular expression that does not
+	// compile, a list that must be part of another), reported at the
+	// offending value of with:. It runs after the config's expressions and
+	// references are checked.
+	Check func(cfg any, c *NodeCheck)
+	// Build makes the runtime node from a checked config. It may assume
+	// that Check found nothing wrong.
 	Build func(cfg any, b *Build) (runner.Node, error)
 }
 

@@ -1,0 +1,51 @@
+package dsl
+
+import (
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// NodeCheck is what a node type's Check sees: the declared state of the
+// node's pipeline, and a way to report problems at the values of the
+// node's with: block.
+type NodeCheck struct {
+	pc *pipelineCheck
+}
+
+// HasField reports whether the node's pipeline declares a state field.
+func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.Fields[name] != nil }
+
+// Errorf reports an error at the value path names in with:, its keys and
+// list indexes joined by dots ("pattern", "patterns.1", "llm.model"). A
+// value that is not written (a default the node type presets) is reported
+// at the node's type.
+func (c *NodeCheck) Errorf(path, format string, args ...any) *Diagnostic {
+	return c.pc.diags.Errorf(c.pc.where(valueAt(mapGet(c.pc.node.value, "with"), path)), format, args...)
+}
+
+// valueAt follows a dotted path of keys and indexes down from n; it
+// returns nil when a step is missing.
+func valueAt(n *yaml.Node, path string) *yaml.Node {
+	if path == "" {
+		return n
+	}
+	for _, step := range strings.Split(path, ".") {
+		switch {
+		case n == nil:
+			return nil
+		case n.Kind == yaml.MappingNode:
+			n = mapGet(n, step)
+		case n.Kind == yaml.SequenceNode:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			n = n.Content[i]
+		default:
+			return nil
+		}
+	}
+	return n
+}
