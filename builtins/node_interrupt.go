@@ -56,7 +56,6 @@ func (c *InterruptConfig) resumeSchema() (*dsl.JSONSchema, error) {
 	return s, nil
 }
 
-
 func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	c := cfg.(*InterruptConfig)
 	s, err := c.resumeSchema()

@@ -87,7 +87,6 @@ var LLMNode = dsl.NodeType{
 	Build:  buildLLM,
 }
 
-
 // Conventional state fields an llm node writes when the pipeline declares
 // them.
 const (
