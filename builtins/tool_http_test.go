@@ -244,11 +244,11 @@ func TestHTTPToolErrors(t *testing.T) {
 
 func TestHTTPToolTimeout(t *testing.T) {
 	t.Setenv(tokenEnv, token)
-	srv := testAPI(t)
+	tool := httpTool(t, testAPI(t), "api") // built first: the deadline is the call's alone
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := httpTool(t, srv, "api").Call(ctx, &runner.ToolCall{Args: map[string]any{"path": "slow"}})
+	_, err := tool.Call(ctx, &runner.ToolCall{Args: map[string]any{"path": "slow"}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a context.DeadlineExceeded", err)
 	}
