@@ -52,7 +52,7 @@ var ToolKinds = []ToolKind{
 		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return exprTool(d.Name, d.Expr), nil }},
 	{Key: "http", Doc: "an HTTP request with templated URL, headers and body, and a response mapping", External: true,
 		Set:   func(d *dsl.ToolDef) bool { return d.HTTP != nil },
-		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return newHTTPTool(d.Name, d.HTTP), nil }},
+		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return newHTTPTool(d.Name, d.HTTP, d.Timeout), nil }},
 	{Key: "builtin", Doc: "a Go function of this package",
 		Set:   func(d *dsl.ToolDef) bool { return d.Builtin != "" },
 		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return builtinTool(d.Builtin) }},

@@ -14,6 +14,7 @@ import (
 func builtinTools() map[string]runner.ToolFunc {
 	return map[string]runner.ToolFunc{
 		"sample_transaction_context": sampleTransactionContext,
+		"xml_validate":               xmlValidate,
 	}
 }
 

@@ -36,19 +36,27 @@ type httpTool struct {
 	client *http.Client
 }
 
-func newHTTPTool(name string, def *dsl.HTTPDef) *httpTool {
+// headerWait is how long an http tool waits for a response's headers
+// when its own timeout is shorter or unset.
+const headerWait = 60 * time.Second
+
+// newHTTPTool builds the tool; timeout is the Tool document's own, which
+// the wait for response headers must not cut short (a service that
+// answers only when its work is done, as Choregraph's run endpoint does,
+// may take the whole of it).
+func newHTTPTool(name string, def *dsl.HTTPDef, timeout time.Duration) *httpTool {
 	t := &httpTool{name: name, def: def}
-	t.client = &http.Client{Transport: newTransport(), CheckRedirect: t.checkRedirect}
+	t.client = &http.Client{Transport: newTransport(max(headerWait, timeout)), CheckRedirect: t.checkRedirect}
 	return t
 }
 
-func newTransport() *http.Transport {
+func newTransport(headerTimeout time.Duration) *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
+		ResponseHeaderTimeout: headerTimeout,
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConns:          100,

@@ -170,7 +170,7 @@ func TestToolBuildErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown builtin", &dsl.ToolDef{Name: "x", Builtin: "nope"},
-			`tool x: unknown builtin "nope" (known: sample_transaction_context)`},
+			`tool x: unknown builtin "nope" (known: sample_transaction_context, xml_validate)`},
 		{"no implementation", &dsl.ToolDef{Name: "y"}, "tool y: no implementation"},
 		{"bad schema", &dsl.ToolDef{Name: "z", Builtin: "sample_transaction_context",
 			Parameters: map[string]any{"type": 3}}, "tool z: parameters:"},

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -15,10 +16,19 @@ var Reducers = map[string]Reducer{
 	"add":      Add,
 	"merge":    Merge,
 	"messages": Messages,
+	"readonly": Readonly,
 }
 
 // Replace takes the update.
 func Replace(_, update any) (any, error) { return update, nil }
+
+// ErrReadonly is the error of an update of a readonly field.
+var ErrReadonly = errors.New("readonly: the field is set only by the run's input or its default; no node, tool or rule may update it")
+
+// Readonly refuses every update: the field keeps what the run's input or
+// its default gave it. The step's merge names the field ("field input:
+// readonly: ..."), and the node's update is not applied.
+func Readonly(_, _ any) (any, error) { return nil, ErrReadonly }
 
 // Append appends the update — a list's elements, or one value — to the
 // list. The result never shares its array with the old value.

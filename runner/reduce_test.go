@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -31,6 +32,9 @@ func TestReducers(t *testing.T) {
 		{"add string", runner.Add, int64(1), "x", nil, "cannot add"},
 		{"merge", runner.Merge, map[string]any{"a": 1, "b": 1}, map[string]any{"b": 2}, map[string]any{"a": 1, "b": 2}, ""},
 		{"merge non-map", runner.Merge, map[string]any{}, 1, nil, "cannot merge"},
+		{"readonly refuses an update", runner.Readonly, map[string]any{"a": 1}, map[string]any{"a": 2}, nil, "readonly"},
+		{"readonly refuses the same value", runner.Readonly, "x", "x", nil, "readonly"},
+		{"readonly refuses a first write", runner.Readonly, nil, "x", nil, "readonly"},
 		{"messages pair", runner.Messages, []any{call("c1")}, reply("c1"), []any{call("c1"), reply("c1")}, ""},
 		{"messages unknown call", runner.Messages, []any{call("c1")}, reply("c2"), nil, "unknown tool call c2"},
 		{"messages answered twice", runner.Messages, []any{call("c1"), reply("c1")}, reply("c1"), nil, "answered twice"},
@@ -62,5 +66,51 @@ func TestAppendDoesNotAlias(t *testing.T) {
 	b, _ := runner.Append(base, "b")
 	if a.([]any)[2] != "a" || b.([]any)[2] != "b" {
 		t.Fatalf("appends share an array: %v %v", a, b)
+	}
+}
+
+// TestReadonlyField checks that a readonly field takes the run's input or
+// its default, and that a node updating it fails the run with an error
+// naming the field, leaving the state as it was.
+func TestReadonlyField(t *testing.T) {
+	graph := func(node runner.Node) *runner.Graph {
+		return &runner.Graph{Name: "ro", Start: "work", Hash: "h",
+			Fields: map[string]runner.Field{
+				"input": {Reducer: runner.Readonly, Default: map[string]any{"message": "default"}},
+				"seen":  {Reducer: runner.Replace},
+			},
+			Nodes: map[string]*runner.Step{"work": {Name: "work", Node: node, Routes: []runner.Route{{To: runner.End}}}},
+		}
+	}
+	read := fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
+		return runner.Update{"seen": in.State["input"].(map[string]any)["message"]}, nil
+	})
+	for _, c := range []struct {
+		name  string
+		input map[string]any
+		want  string
+	}{
+		{"default", nil, "default"},
+		{"run input", map[string]any{"input": map[string]any{"message": "from input"}}, "from input"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := (&runner.Engine{}).Run(context.Background(), graph(read), "t", c.input)
+			if err != nil || res.Status != runner.StatusCompleted || res.State["seen"] != c.want {
+				t.Fatalf("got %v %+v, want seen = %q", err, res, c.want)
+			}
+		})
+	}
+	write := fn(func(context.Context, *runner.Input) (runner.Update, error) {
+		return runner.Update{"seen": "written", "input": map[string]any{"message": "rewritten"}}, nil
+	})
+	res, err := (&runner.Engine{Store: newStore(t)}).Run(context.Background(), graph(write), "t", map[string]any{"input": map[string]any{"message": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != runner.StatusFailed || res.Error == nil || !strings.Contains(res.Error.Message, "node work: field input: readonly") {
+		t.Fatalf("status %s, error %+v; want failed naming field input", res.Status, res.Error)
+	}
+	if res.State["input"].(map[string]any)["message"] != "hi" || res.State["seen"] != nil {
+		t.Errorf("the refused update changed the state: %v", res.State)
 	}
 }

@@ -12,7 +12,7 @@ var shippedArgs = []string{"../../pipelines", "../../agents", "../../rules"}
 
 func TestShippedTestsPass(t *testing.T) {
 	code, out, errOut := runCLI(t, append([]string{"test", "-v"}, shippedArgs...)...)
-	if code != 0 || !strings.Contains(out, "76 passed, 0 failed") {
+	if code != 0 || !strings.Contains(out, "95 passed, 0 failed") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }
