@@ -111,3 +111,30 @@ func list(ds dsl.Diagnostics) string {
 	}
 	return b.String()
 }
+
+// TestDefaultIntegers: a YAML integer is an int64, exactly, even past
+// the 53 bits a float64 holds.
+func TestDefaultIntegers(t *testing.T) {
+	src := `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p}
+state:
+  big: {type: integer, default: 9007199254740993}
+  small: {type: number, default: 2}
+  half: {type: number, default: 0.5}
+start: a
+nodes:
+  a: {type: noop, next: END}
+`
+	docs, diags := dsl.Parse("p.yaml", []byte(src))
+	proj, more := newChecker(t).Check(docs)
+	if diags = append(diags, more...); diags.HasErrors(false) {
+		t.Fatal(diags.Error())
+	}
+	want := map[string]any{"big": int64(9007199254740993), "small": int64(2), "half": 0.5}
+	for _, f := range proj.Pipelines["p"].Fields {
+		if f.Default != want[f.Name] {
+			t.Errorf("default of %s = %#v, want %#v", f.Name, f.Default, want[f.Name])
+		}
+	}
+}

@@ -247,16 +247,17 @@ func changedDefs(old, cur map[string]string) string {
 // normalize turns the JSON numbers of the meta's free-form values into
 // int64 or float64, as in the state.
 func (m *meta) normalize() {
-	NormalizeJSON(map[string]any(m.SideWrites))
-	NormalizeJSON(map[string]any(m.Pending))
+	m.Input = normalizeObject(m.Input)
+	m.SideWrites = normalizeObject(m.SideWrites)
+	m.Pending = normalizeObject(m.Pending)
 	for _, e := range m.Journal {
-		NormalizeJSON(e.Args)
+		e.Args = normalizeObject(e.Args)
 		if e.Decision != nil {
-			NormalizeJSON(e.Decision.Args)
+			e.Decision.Args = normalizeObject(e.Decision.Args)
 		}
-		NormalizeJSON(map[string]any(e.State))
+		e.State = normalizeObject(e.State)
 		if e.Exec != nil {
-			NormalizeJSON(e.Exec.Input)
+			e.Exec.Input = normalizeObject(e.Exec.Input)
 			e.Exec.Output = NormalizeJSON(e.Exec.Output)
 		}
 	}

@@ -64,6 +64,7 @@ func (e *RunError) Error() string { return e.Message }
 // Run starts a new thread of g with input.
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
 	r := e.newRun(g, thread, e.Tenant)
+	input = normalizeObject(input)
 	state, err := initialState(g, input)
 	if err != nil {
 		return nil, err
@@ -112,6 +113,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if r.ownsMeter {
 		r.meter.restore(meta)
 	}
+	opt.Value = NormalizeJSON(opt.Value)
 	var resume *delivery
 	if last.Status == StatusInterrupted {
 		if be := budgetInterrupt(last); be != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -111,5 +112,31 @@ func TestExecUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q, want 2 and %q", code, errOut, c.want)
 			}
 		})
+	}
+}
+
+// TestExecIntegerInput: an integer from --input is an integer to CEL (a
+// route and a rule add 1 to it) and to expr (type() says int).
+func TestExecIntegerInput(t *testing.T) {
+	t.Setenv("RUNNER_PATHS", "testdata/inputs.yaml")
+	code, out, errOut := runCLI(t, "exec", "--store", "memory:", "count", "--input", `{"n": 3, "extra": 3}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var state map[string]any
+	if err := json.Unmarshal([]byte(out), &state); err != nil || state["kind"] != "int" || state["ruled"] != true {
+		t.Fatalf("state %s (%v), want kind int and ruled true", out, err)
+	}
+}
+
+func TestJSONFlagIntegers(t *testing.T) {
+	cmd := newExec()
+	if err := cmd.Flags().Set("value", `{"n": 3, "l": [1, 2.5]}`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jsonFlag(cmd, "value")
+	want := map[string]any{"n": int64(3), "l": []any{int64(1), 2.5}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("jsonFlag = %#v, %v; want %#v", got, err, want)
 	}
 }
