@@ -220,7 +220,7 @@ func (k *check) test(d *Document) {
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
-	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)
+	t.Input = k.testInput(d, p)
 	pairs(d.Get("mocks"), func(key, v *yaml.Node) {
 		if v.Kind != yaml.SequenceNode {
 			v = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{v}}
@@ -254,6 +254,20 @@ func (k *check) test(d *Document) {
 		t.Expect.Assert = append(t.Expect.Assert, &Expression{Program: k.compile(d, a, docLang(d, Expr), env, BoolType), node: a})
 	}
 	k.proj.Tests = append(k.proj.Tests, t)
+}
+
+// testInput reads a Test's input and checks it as a run of p checks it,
+// reporting each field that does not fit at its own line:col.
+func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
+	n := d.Get("input")
+	if n == nil {
+		return nil
+	}
+	input, problems := p.checkInput(runner.NormalizeJSON(toJSON(n)))
+	for _, pr := range problems {
+		k.diags.Errorf(d.Pos(pr.node(n)), "%s", pr.Text()).Hint = pr.Hint
+	}
+	return input
 }
 
 func orEmpty(n *yaml.Node) *yaml.Node {

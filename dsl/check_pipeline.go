@@ -32,6 +32,7 @@ func (k *check) pipeline(d *Document) {
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
 	p.Input = objectOf(d.Get("input"))
+	pc.inputFields()
 	if lim := d.Get("limits"); lim != nil {
 		_ = decode(mapGet(lim, "max_steps"), &p.MaxSteps)
 		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
@@ -67,6 +68,21 @@ func (pc *pipelineCheck) state() {
 		pc.p.Fields = append(pc.p.Fields, f)
 	})
 	pc.p.State = ObjectOf(fields)
+}
+
+// inputFields checks that every declared input field initialises a state
+// field of a type its values can have.
+func (pc *pipelineCheck) inputFields() {
+	pairs(pc.d.Get("input"), func(key, v *yaml.Node) {
+		in, st := pc.p.Input.Fields[key.Value], pc.p.State.Fields[key.Value]
+		switch {
+		case st == nil:
+			pc.diags.Errorf(pc.d.Pos(key), "input field %q is not a state field", key.Value).Hint =
+				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state: too; an input field initialises the state field of its name")
+		case !sameType(in, st):
+			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
+		}
+	})
 }
 
 // reducer checks that a field's reducer fits its type.

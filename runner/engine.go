@@ -61,10 +61,15 @@ type RunError struct {
 
 func (e *RunError) Error() string { return e.Message }
 
-// Run starts a new thread of g with input.
+// Run starts a new thread of g with input. An input that does not fit
+// the graph (Graph.CheckInput, else a field that is not a state field) is
+// refused before anything is written, with an error wrapping ErrInput.
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
 	r := e.newRun(g, thread, e.Tenant)
-	input = normalizeObject(input)
+	input, err := checkInput(g, input)
+	if err != nil {
+		return nil, err
+	}
 	state, err := initialState(g, input)
 	if err != nil {
 		return nil, err
@@ -144,6 +149,19 @@ func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
 		r.meter, r.ownsMeter = &meter{budget: g.Budget}, true
 	}
 	return r
+}
+
+// checkInput normalises the input and checks it with the graph's check.
+func checkInput(g *Graph, input map[string]any) (map[string]any, error) {
+	input = normalizeObject(input)
+	if g.CheckInput == nil {
+		return input, nil
+	}
+	out, err := g.CheckInput(input)
+	if err != nil && !errors.Is(err, ErrInput) {
+		err = fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	return out, err
 }
 
 // initialState is the fields' defaults overlaid with the input's fields.

@@ -103,7 +103,12 @@ func TestExecUsageErrors(t *testing.T) {
 		{"bad input", []string{"exec", "--store", "memory:", "ops_actions", "--input", "{"}, "--input is not valid JSON"},
 		{"input not object", []string{"exec", "--store", "memory:", "ops_actions", "--input", "[1]"}, "must be a JSON object"},
 		{"bad store", []string{"exec", "--store", "redis:x", "ops_actions"}, "redis"},
-		{"unknown field", []string{"exec", "--store", "memory:", "ops_actions", "--input", `{"usr_input": "x"}`}, `input field "usr_input"`},
+		{"unknown field", []string{"exec", "--store", "memory:", "ops_actions", "--input", `{"usr_input": "x"}`},
+			`input field "usr_input" is not declared in the input of pipeline ops_actions; did you mean "user_input"?`},
+		{"state field not in input", []string{"exec", "--store", "memory:", "fraud_investigation", "--input", `{"step_count": 999}`},
+			`input field "step_count" is not declared in the input of pipeline fraud_investigation; accepted: max_steps, transaction_id`},
+		{"wrong type", []string{"exec", "--store", "memory:", "fraud_investigator", "--input", `{"transaction_id": 5, "max_steps": 1.5}`},
+			`input field "max_steps": expected integer, got number 1.5; input field "transaction_id": expected string, got integer`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
