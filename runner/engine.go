@@ -107,6 +107,9 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	}
 	state, meta, err := rebuild(g, cps)
 	if err != nil {
+		if last.ConfigHash != g.Hash {
+			err = fmt.Errorf("%w; the thread ran under other definitions: restore what its state needs, or start a new thread", err)
+		}
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.newRun(g, thread, meta.Tenant)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -143,5 +144,39 @@ func TestJSONFlagIntegers(t *testing.T) {
 	want := map[string]any{"n": int64(3), "l": []any{int64(1), 2.5}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("jsonFlag = %#v, %v; want %#v", got, err, want)
+	}
+}
+
+// TestExecResumeRenamedNode: a forced resume after the paused node was
+// renamed is refused, naming the node, instead of crashing.
+func TestExecResumeRenamedNode(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	src := `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: ask}
+state:
+  answer: {type: any}
+start: NODE
+nodes:
+  NODE:
+    type: interrupt
+    with: {kind: question, message: "Go on", into: answer}
+    next: END
+`
+	write := func(node string) {
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(src, "NODE", node)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("question")
+	t.Setenv("RUNNER_PATHS", file)
+	if code, _, errOut := runCLI(t, execArgs(dir, "ask", "--thread", "q")...); code != exitPaused {
+		t.Fatalf("exit %d, want %d: %s", code, exitPaused, errOut)
+	}
+	write("query")
+	code, _, errOut := runCLI(t, execArgs(dir, "ask", "--resume", "q", "--force", "--value", `"yes"`)...)
+	if code != exitFailed || !strings.Contains(errOut, `it stopped before node "question", which pipeline ask no longer has`) {
+		t.Fatalf("exit %d, want %d and a refusal naming the node: %s", code, exitFailed, errOut)
 	}
 }
