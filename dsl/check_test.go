@@ -13,7 +13,8 @@ import (
 	"github.com/runner-dev/runner/dsl"
 )
 
-// want is one expected diagnostic, written in a case file as a comment:
+// want is one expected diagnostic, written in a case file as a comment
+// (a regular expression, with \" for a quote):
 //
 //	# ERROR "regexp"        on the line it stands on
 //	# WARNING:17 "regexp"   ... at column 17
@@ -44,8 +45,12 @@ func readWants(t *testing.T, file string) []want {
 			if m[3] != "" {
 				w.col, _ = strconv.Atoi(m[3])
 			}
-			pat, _ := strconv.Unquote(`"` + m[4] + `"`)
-			w.re = regexp.MustCompile(pat)
+			pat := strings.ReplaceAll(m[4], `\"`, `"`)
+			re, err := regexp.Compile(pat)
+			if err != nil {
+				t.Fatalf("%s:%d: the expected diagnostic is not a regular expression: %v", file, i+1, err)
+			}
+			w.re = re
 			ws = append(ws, w)
 		}
 	}
