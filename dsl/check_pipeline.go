@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -34,8 +33,8 @@ func (k *check) pipeline(d *Document) {
 	p.Input = objectOf(d.Get("input"))
 	pc.inputFields()
 	if lim := d.Get("limits"); lim != nil {
-		_ = decode(mapGet(lim, "max_steps"), &p.MaxSteps)
-		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
+		pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
+		pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
 	}
 	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {
@@ -122,12 +121,11 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
 		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
 	pc.p.Nodes = append(pc.p.Nodes, n)
-	pc.duration(mapGet(v, "timeout"), &n.Timeout)
+	at := "nodes." + n.Name
+	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
 		n.Retry = &Retry{MaxAttempts: 1}
-		if err := r.Decode(n.Retry); err != nil {
-			pc.diags.Errorf(pc.d.Pos(r), "retry: %v", err)
-		}
+		pc.decode(pc.d, r, n.Retry, at+".retry")
 	}
 	pc.routes(n, mapGet(v, "next"))
 	nt, ok := pc.reg.Lookup(n.Type)
@@ -135,11 +133,8 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 		return // the schema's enum reported it
 	}
 	n.Config = nt.Config()
-	if with := mapGet(v, "with"); with != nil {
-		if err := with.Decode(n.Config); err != nil {
-			pc.diags.Errorf(pc.d.Pos(with), "with: %s", cleanDecodeError(err))
-			return
-		}
+	if !pc.decode(pc.d, mapGet(v, "with"), n.Config, at+".with") {
+		return
 	}
 	pc.node = n
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
@@ -162,14 +157,6 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
 		}
 		n.Next = append(n.Next, route)
-	}
-}
-
-func (pc *pipelineCheck) duration(n *yaml.Node, dst *time.Duration) {
-	if n != nil {
-		if err := n.Decode(dst); err != nil {
-			pc.diags.Errorf(pc.d.Pos(n), "invalid duration %q; write it like 500ms, 10s or 2m", n.Value)
-		}
 	}
 }
 
