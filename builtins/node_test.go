@@ -188,7 +188,7 @@ const mapSrc = `apiVersion: runner/v1
 kind: Pipeline
 metadata: {name: each}
 state:
-  items: {type: array, items: {type: integer}}
+  items: {type: array, description: "any items: the tool's parameters refuse what is not an integer"}
   out: {type: array}
 start: go
 nodes:
@@ -221,9 +221,9 @@ func TestMap(t *testing.T) {
 	})
 	t.Run("fail fails the node", func(t *testing.T) {
 		g := compile(t, strings.Replace(mapSrc, "%s", "fail", 1), "each", nil)
-		res, _ := engine(t).Run(context.Background(), g, "m", map[string]any{"items": []any{1, "three"}})
-		if res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "element 1") {
-			t.Fatalf("%+v", res)
+		res, err := engine(t).Run(context.Background(), g, "m", map[string]any{"items": []any{1, "three"}})
+		if err != nil || res.Status != runner.StatusFailed || !strings.Contains(res.Error.Message, "element 1") {
+			t.Fatalf("%v %+v", err, res)
 		}
 	})
 }

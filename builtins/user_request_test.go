@@ -282,6 +282,7 @@ func TestUserRequestRules(t *testing.T) {
 	}, nil)
 	g := *rig.graph
 	g.Start = "choregraph_http_run"
+	g.CheckInput = nil // the test seeds the processing fields a request may not set
 	cases := []struct {
 		name   string
 		isAPI  bool

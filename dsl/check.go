@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // Checker validates documents: schema, references, expressions and graphs.
@@ -189,6 +191,9 @@ func typeOf(n *yaml.Node) *Type {
 	if props := mapGet(n, "properties"); props != nil && t.Kind == Object {
 		t.Fields = map[string]*Type{}
 		pairs(props, func(k, v *yaml.Node) { t.Fields[k.Value] = typeOf(v) })
+	}
+	if enum := mapGet(n, "enum"); enum != nil {
+		t.Enum, _ = runner.NormalizeJSON(toJSON(enum)).([]any)
 	}
 	return t
 }

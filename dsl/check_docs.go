@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -45,9 +46,7 @@ func (k *check) budget(d *Document, p *Pipeline) runner.Budget {
 	if n == nil {
 		return b
 	}
-	if err := n.Decode(&b); err != nil {
-		k.diags.Errorf(d.Pos(n), "budget: %s", cleanDecodeError(err))
-	}
+	k.decode(d, n, &b, "budget")
 	k.onExceed(d, mapGet(n, "on_exceed"), p)
 	return b
 }
@@ -66,10 +65,10 @@ func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
 func (k *check) tool(d *Document) {
 	t := &ToolDef{Doc: d, Name: d.Name, Capability: scalarValue(d.Get("capability")), Builtin: scalarValue(d.Get("builtin"))}
 	t.Description = scalarValue(mapGet(d.Get("metadata"), "description"))
-	_ = decode(d.Get("mutating"), &t.Mutating)
-	_ = decode(d.Get("tags"), &t.Tags)
-	_ = decode(d.Get("updates_state"), &t.UpdatesState)
-	_ = decode(d.Get("timeout"), &t.Timeout)
+	k.decode(d, d.Get("mutating"), &t.Mutating, "mutating")
+	k.decode(d, d.Get("tags"), &t.Tags, "tags")
+	k.decode(d, d.Get("updates_state"), &t.UpdatesState, "updates_state")
+	k.decode(d, d.Get("timeout"), &t.Timeout, "timeout")
 	t.Parameters = k.jsonSchema(d, d.Get("parameters"))
 	k.jsonSchema(d, d.Get("returns"))
 	lang := docLang(d, Expr)
@@ -92,7 +91,7 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 	if def.Method == "" {
 		def.Method = "GET"
 	}
-	_ = decode(mapGet(h, "allow_hosts"), &def.AllowHosts)
+	k.decode(d, mapGet(h, "allow_hosts"), &def.AllowHosts, "http.allow_hosts")
 	secrets := ObjectOf(map[string]*Type{})
 	pairs(mapGet(h, "secrets"), func(key, v *yaml.Node) {
 		secrets.Fields[key.Value] = StringType
@@ -185,9 +184,9 @@ func (k *check) model(d *Document) {
 	if m.ID == "" {
 		m.ID = m.Name
 	}
-	_ = decode(d.Get("pricing"), &m.Pricing)
-	_ = decode(d.Get("context_window"), &m.Context)
-	_ = decode(d.Get("params"), &m.Params)
+	k.decode(d, d.Get("pricing"), &m.Pricing, "pricing")
+	k.decode(d, d.Get("context_window"), &m.Context, "context_window")
+	k.decode(d, d.Get("params"), &m.Params, "params")
 	k.baseURL(d, d.Get("base_url"))
 	k.proj.Models[m.Name] = m
 }
@@ -220,19 +219,22 @@ func (k *check) test(d *Document) {
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
-	t.Input, _ = runner.NormalizeJSON(toJSON(orEmpty(d.Get("input")))).(map[string]any)
+	t.Input = k.testInput(d, p)
 	pairs(d.Get("mocks"), func(key, v *yaml.Node) {
+		var m Mock
 		if v.Kind != yaml.SequenceNode {
-			v = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{v}}
+			k.decode(d, v, &m, "mocks."+key.Value)
+			t.Mocks[key.Value] = []Mock{m}
+			return
 		}
 		var ms []Mock
-		_ = decode(v, &ms)
+		k.decode(d, v, &ms, "mocks."+key.Value)
 		t.Mocks[key.Value] = ms
 	})
-	_ = decode(d.Get("script"), &t.Script)
-	for _, n := range items(d.Get("resume")) {
+	k.decode(d, d.Get("script"), &t.Script, "script")
+	for i, n := range items(d.Get("resume")) {
 		var r ResumeStep
-		_ = decode(n, &r)
+		k.decode(d, n, &r, fmt.Sprintf("resume[%d]", i))
 		r.Value, r.Pos = runner.NormalizeJSON(toJSON(orEmpty(mapGet(n, "value")))), d.Pos(n)
 		if mapGet(n, "value") == nil {
 			r.Value = nil
@@ -241,12 +243,12 @@ func (k *check) test(d *Document) {
 	}
 	ex := d.Get("expect")
 	t.Expect.Status = scalarValue(mapGet(ex, "status"))
-	_ = decode(mapGet(ex, "path"), &t.Expect.Path)
-	_ = decode(mapGet(ex, "tool_calls"), &t.Expect.ToolCalls)
-	_ = decode(mapGet(ex, "tool_runs"), &t.Expect.ToolRuns)
+	k.decode(d, mapGet(ex, "path"), &t.Expect.Path, "expect.path")
+	k.decode(d, mapGet(ex, "tool_calls"), &t.Expect.ToolCalls, "expect.tool_calls")
+	k.decode(d, mapGet(ex, "tool_runs"), &t.Expect.ToolRuns, "expect.tool_runs")
 	if n := mapGet(ex, "approval"); n != nil {
 		t.Expect.Approval = &ExpectApproval{}
-		_ = decode(n, t.Expect.Approval)
+		k.decode(d, n, t.Expect.Approval, "expect.approval")
 		t.Expect.Approval.Args, _ = runner.NormalizeJSON(toJSON(orEmpty(mapGet(n, "args")))).(map[string]any)
 	}
 	pairs(mapGet(ex, "tool_runs"), func(key, _ *yaml.Node) { k.ref(d, key, KindTool, "tool") })
@@ -254,6 +256,20 @@ func (k *check) test(d *Document) {
 		t.Expect.Assert = append(t.Expect.Assert, &Expression{Program: k.compile(d, a, docLang(d, Expr), env, BoolType), node: a})
 	}
 	k.proj.Tests = append(k.proj.Tests, t)
+}
+
+// testInput reads a Test's input and checks it as a run of p checks it,
+// reporting each field that does not fit at its own line:col.
+func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
+	n := d.Get("input")
+	if n == nil {
+		return nil
+	}
+	input, problems := p.checkInput(runner.NormalizeJSON(toJSON(n)))
+	for _, pr := range problems {
+		k.diags.Errorf(d.Pos(pr.node(n)), "%s", pr.Text()).Hint = pr.Hint
+	}
+	return input
 }
 
 func orEmpty(n *yaml.Node) *yaml.Node {

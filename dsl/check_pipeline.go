@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -34,8 +33,8 @@ func (k *check) pipeline(d *Document) {
 	p.Input = objectOf(d.Get("input"))
 	pc.inputFields()
 	if lim := d.Get("limits"); lim != nil {
-		_ = decode(mapGet(lim, "max_steps"), &p.MaxSteps)
-		pc.duration(mapGet(lim, "timeout"), &p.Timeout)
+		pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
+		pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
 	}
 	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {
@@ -87,13 +86,17 @@ func (pc *pipelineCheck) enumDefault(f *Field, def, enum *yaml.Node) {
 		hintOr(didYouMean(scalarValue(def), scalarValues(items(enum))), "add it to enum:, or change the default")
 }
 
-// inputFields checks that every input field initialises a state field of
-// the same name: a run refuses an input field the state does not declare.
+// inputFields checks that every declared input field initialises a state
+// field of a type its values can have.
 func (pc *pipelineCheck) inputFields() {
-	pairs(pc.d.Get("input"), func(key, _ *yaml.Node) {
-		if _, ok := pc.p.State.Fields[key.Value]; !ok {
+	pairs(pc.d.Get("input"), func(key, v *yaml.Node) {
+		in, st := pc.p.Input.Fields[key.Value], pc.p.State.Fields[key.Value]
+		switch {
+		case st == nil:
 			pc.diags.Errorf(pc.d.Pos(key), "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
 				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state:, where the input initialises it")
+		case !sameType(in, st):
+			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
 		}
 	})
 }
@@ -146,12 +149,11 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
 		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
 	pc.p.Nodes = append(pc.p.Nodes, n)
-	pc.duration(mapGet(v, "timeout"), &n.Timeout)
+	at := "nodes." + n.Name
+	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
 		n.Retry = &Retry{MaxAttempts: 1}
-		if err := r.Decode(n.Retry); err != nil {
-			pc.diags.Errorf(pc.d.Pos(r), "retry: %v", err)
-		}
+		pc.decode(pc.d, r, n.Retry, at+".retry")
 	}
 	pc.routes(n, mapGet(v, "next"))
 	nt, ok := pc.reg.Lookup(n.Type)
@@ -159,11 +161,8 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 		return // the schema's enum reported it
 	}
 	n.Config = nt.Config()
-	if with := mapGet(v, "with"); with != nil {
-		if err := with.Decode(n.Config); err != nil {
-			pc.diags.Errorf(pc.d.Pos(with), "with: %s", cleanDecodeError(err))
-			return
-		}
+	if !pc.decode(pc.d, mapGet(v, "with"), n.Config, at+".with") {
+		return
 	}
 	pc.node = n
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
@@ -208,14 +207,6 @@ func (pc *pipelineCheck) deadRoute(n *Node, r *yaml.Node, route, always *Route) 
 	}
 	pc.diags.Errorf(pc.d.Pos(r), "the route to %q can never be taken: the route to %q before it has no when and always matches",
 		route.To, always.To).Hint = "move the route without when to the end of the list"
-}
-
-func (pc *pipelineCheck) duration(n *yaml.Node, dst *time.Duration) {
-	if n != nil {
-		if err := n.Decode(dst); err != nil {
-			pc.diags.Errorf(pc.d.Pos(n), "invalid duration %q; write it like 500ms, 10s or 2m", n.Value)
-		}
-	}
 }
 
 // where returns the position of a config value, or of the node's type when

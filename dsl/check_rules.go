@@ -135,11 +135,7 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 		for _, n := range items(mapGet(v, "decisions")) {
 			h.Decisions = append(h.Decisions, n.Value)
 		}
-		if n := mapGet(v, "expires"); n != nil {
-			if err := n.Decode(&h.Expires); err != nil {
-				k.diags.Errorf(d.Pos(n), "expires: %s", cleanDecodeError(err))
-			}
-		}
+		k.decode(d, mapGet(v, "expires"), &h.Expires, "require_hitl.expires")
 		h.ResumeSchema = k.jsonSchema(d, mapGet(v, "resume_schema"))
 		rule.HITL = h
 	case runner.ActSet:

@@ -13,7 +13,8 @@ import (
 	"github.com/runner-dev/runner/dsl"
 )
 
-// want is one expected diagnostic, written in a case file as a comment:
+// want is one expected diagnostic, written in a case file as a comment
+// (a regular expression, with \" for a quote):
 //
 //	# ERROR "regexp"        on the line it stands on
 //	# WARNING:17 "regexp"   ... at column 17
@@ -47,7 +48,12 @@ func readWants(t *testing.T, file string) []want {
 			if m[3] != "" {
 				w.col, _ = strconv.Atoi(m[3])
 			}
-			w.re = regexp.MustCompile(strings.ReplaceAll(m[4], `\"`, `"`))
+			pat := strings.ReplaceAll(m[4], `\"`, `"`)
+			re, err := regexp.Compile(pat)
+			if err != nil {
+				t.Fatalf("%s:%d: the expected diagnostic is not a regular expression: %v", file, i+1, err)
+			}
+			w.re = re
 			ws = append(ws, w)
 		}
 	}
@@ -112,4 +118,31 @@ func list(ds dsl.Diagnostics) string {
 		fmt.Fprintf(&b, "\t%s\n", d.Error())
 	}
 	return b.String()
+}
+
+// TestDefaultIntegers: a YAML integer is an int64, exactly, even past
+// the 53 bits a float64 holds.
+func TestDefaultIntegers(t *testing.T) {
+	src := `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p}
+state:
+  big: {type: integer, default: 9007199254740993}
+  small: {type: number, default: 2}
+  half: {type: number, default: 0.5}
+start: a
+nodes:
+  a: {type: noop, next: END}
+`
+	docs, diags := dsl.Parse("p.yaml", []byte(src))
+	proj, more := newChecker(t).Check(docs)
+	if diags = append(diags, more...); diags.HasErrors(false) {
+		t.Fatal(diags.Error())
+	}
+	want := map[string]any{"big": int64(9007199254740993), "small": int64(2), "half": 0.5}
+	for _, f := range proj.Pipelines["p"].Fields {
+		if f.Default != want[f.Name] {
+			t.Errorf("default of %s = %#v, want %#v", f.Name, f.Default, want[f.Name])
+		}
+	}
 }

@@ -139,7 +139,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 		return nil, fmt.Errorf("no pipeline named %q", name)
 	}
 	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
-		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}}
+		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
 	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
 	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)
 	for _, f := range p.Fields {

@@ -122,7 +122,7 @@ func (p *Program) Text() string { return p.text }
 func (p *Program) Lang() Lang { return p.lang }
 
 // Eval evaluates the expression with the given variables ("state" and so on)
-// and returns a JSON-like value: nil, bool, int64 or int, float64, string,
+// and returns a JSON-like value: nil, bool, int64, float64, string,
 // []any or map[string]any. Errors start with the expression's text. It
 // never panics.
 func (p *Program) Eval(vars map[string]any) (v any, err error) {

@@ -7,6 +7,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // maxTypeDepth bounds how deep declared types are mapped to CEL types, so
@@ -126,7 +128,11 @@ func fieldGetter(field string, norm normalizer) ref.FieldGetter {
 }
 
 func lookupField(obj any, field string) (any, bool, error) {
-	if m, ok := obj.(map[string]any); ok {
+	switch m := obj.(type) {
+	case map[string]any:
+		v, ok := m[field]
+		return v, ok, nil
+	case runner.State:
 		v, ok := m[field]
 		return v, ok, nil
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // exprEnv is an Env compiled for expr: the variables' types and a
@@ -185,6 +187,5 @@ func (p *exprProgram) eval(vars map[string]any) (any, error) {
 		}
 		return nil, err
 	}
-	out, _ = jsonValue(out)
-	return out, nil
+	return runner.NormalizeJSON(out), nil
 }

@@ -1,8 +1,6 @@
 package dsl
 
 import (
-	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 
@@ -93,66 +91,4 @@ func exprChildren(n ast.Node) []ast.Node {
 		return []ast.Node{n.Key, n.Value}
 	}
 	return nil
-}
-
-// jsonValue converts an expr result to a JSON-like Go value: typed slices
-// and maps (a range is []int) become []any and map[string]any. It reports
-// whether v changed; values that need no change are not copied.
-func jsonValue(v any) (any, bool) {
-	switch v := v.(type) {
-	case nil, bool, string, int, int64, float64:
-		return v, false
-	case []any:
-		return jsonList(v)
-	case map[string]any:
-		return jsonMap(v)
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Array:
-		out := make([]any, rv.Len())
-		for i := range out {
-			out[i], _ = jsonValue(rv.Index(i).Interface())
-		}
-		return out, true
-	case reflect.Map:
-		out := make(map[string]any, rv.Len())
-		for it := rv.MapRange(); it.Next(); {
-			out[fmt.Sprint(it.Key().Interface())], _ = jsonValue(it.Value().Interface())
-		}
-		return out, true
-	}
-	return v, false
-}
-
-func jsonList(l []any) (any, bool) {
-	var out []any
-	for i, item := range l {
-		if j, changed := jsonValue(item); changed {
-			if out == nil {
-				out = slices.Clone(l)
-			}
-			out[i] = j
-		}
-	}
-	if out == nil {
-		return l, false
-	}
-	return out, true
-}
-
-func jsonMap(m map[string]any) (any, bool) {
-	var out map[string]any
-	for k, item := range m {
-		if j, changed := jsonValue(item); changed {
-			if out == nil {
-				out = maps.Clone(m)
-			}
-			out[k] = j
-		}
-	}
-	if out == nil {
-		return m, false
-	}
-	return out, true
 }

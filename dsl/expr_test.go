@@ -206,7 +206,7 @@ func TestEval(t *testing.T) {
 		{"open map", `state.context.user`, state("context", map[string]any{"user": "ann"}),
 			map[Lang]any{CEL: "ann", Expr: "ann"}},
 		{"list result", `[state.status, 1]`, state("status", "open"),
-			map[Lang]any{CEL: []any{"open", int64(1)}, Expr: []any{"open", 1}}},
+			map[Lang]any{CEL: []any{"open", int64(1)}, Expr: []any{"open", int64(1)}}},
 		{"map result", `{"a": state.done}`, state("done", true),
 			map[Lang]any{CEL: map[string]any{"a": true}, Expr: map[string]any{"a": true}}},
 		{"input", "input.n * 2.0", state(), map[Lang]any{CEL: 4.0, Expr: 4.0}},
@@ -216,7 +216,9 @@ func TestEval(t *testing.T) {
 		{"predicate over objects", `any(state.items, .name == "b")`,
 			state("items", []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}),
 			map[Lang]any{Expr: true}},
-		{"range", "1..3", state(), map[Lang]any{Expr: []any{1, 2, 3}}},
+		{"range", "1..3", state(), map[Lang]any{Expr: []any{int64(1), int64(2), int64(3)}}},
+		{"integer result", "state.step_count + 1", state("step_count", int64(2)),
+			map[Lang]any{CEL: int64(3), Expr: int64(3)}},
 	}
 	for _, tt := range tests {
 		for lang, want := range tt.want {

@@ -330,7 +330,13 @@ func scalarJSON(n *yaml.Node) any {
 		if n.Decode(&b) == nil {
 			return b
 		}
-	case "!!int", "!!float":
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			return json.Number(strconv.FormatInt(i, 10))
+		}
+		fallthrough
+	case "!!float":
 		var f float64
 		if n.Decode(&f) == nil {
 			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))

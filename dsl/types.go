@@ -28,6 +28,9 @@ type Type struct {
 	// Fields are the declared properties of an Object. A nil map is an open
 	// map of Any; a non-nil map is closed: reading another key is an error.
 	Fields map[string]*Type
+	// Enum, when set, lists the values allowed (run inputs are checked
+	// against it).
+	Enum []any
 }
 
 // Common types.

@@ -80,11 +80,3 @@ func describe(n *yaml.Node) string {
 	}
 	return "string"
 }
-
-// decode decodes n into v; a missing node leaves v unchanged.
-func decode(n *yaml.Node, v any) error {
-	if n == nil {
-		return nil
-	}
-	return n.Decode(v)
-}

@@ -219,13 +219,17 @@ func checkResumable(g *Graph, cps []*store.Checkpoint, force bool) error {
 	if last.Pipeline != g.Name {
 		return fmt.Errorf("thread %s runs pipeline %s, not %s", last.Thread, last.Pipeline, g.Name)
 	}
-	if last.ConfigHash == g.Hash || force {
-		return nil
+	if last.ConfigHash != g.Hash && !force {
+		var m meta
+		_ = decodeInto(cps[0].Meta, &m)
+		return fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
+			last.Thread, changedDefs(m.Defs, g.Defs))
 	}
-	var m meta
-	_ = decodeInto(cps[0].Meta, &m)
-	return fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
-		last.Thread, changedDefs(m.Defs, g.Defs))
+	if g.Nodes[last.Next] == nil {
+		return fmt.Errorf("thread %s cannot resume: it stopped before node %q, which pipeline %s no longer has; "+
+			"restore the node under that name (or the definitions the thread ran with), or start a new thread", last.Thread, last.Next, g.Name)
+	}
+	return nil
 }
 
 func changedDefs(old, cur map[string]string) string {
@@ -250,16 +254,17 @@ func changedDefs(old, cur map[string]string) string {
 // normalize turns the JSON numbers of the meta's free-form values into
 // int64 or float64, as in the state.
 func (m *meta) normalize() {
-	NormalizeJSON(map[string]any(m.SideWrites))
-	NormalizeJSON(map[string]any(m.Pending))
+	m.Input = normalizeObject(m.Input)
+	m.SideWrites = normalizeObject(m.SideWrites)
+	m.Pending = normalizeObject(m.Pending)
 	for _, e := range m.Journal {
-		NormalizeJSON(e.Args)
+		e.Args = normalizeObject(e.Args)
 		if e.Decision != nil {
-			NormalizeJSON(e.Decision.Args)
+			e.Decision.Args = normalizeObject(e.Decision.Args)
 		}
-		NormalizeJSON(map[string]any(e.State))
+		e.State = normalizeObject(e.State)
 		if e.Exec != nil {
-			NormalizeJSON(e.Exec.Input)
+			e.Exec.Input = normalizeObject(e.Exec.Input)
 			e.Exec.Output = NormalizeJSON(e.Exec.Output)
 		}
 	}

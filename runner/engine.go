@@ -66,8 +66,15 @@ func (e *RunError) Error() string { return e.Message }
 // the input goes through the fields' reducers (messages append). A thread
 // that is paused, failed, cancelled or was interrupted by a crash is not
 // started again: it is resumed (Resume).
+// An input that does not fit the graph (Graph.CheckInput, else a field
+// that is not a state field) is refused before anything is written, with
+// an error wrapping ErrInput.
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
 	r := e.newRun(g, thread, e.Tenant)
+	input, err := checkInput(g, input)
+	if err != nil {
+		return nil, err
+	}
 	state, err := initialState(g, input)
 	if err != nil {
 		return nil, err
@@ -148,6 +155,9 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	}
 	state, meta, err := rebuild(g, cps)
 	if err != nil {
+		if last.ConfigHash != g.Hash {
+			err = fmt.Errorf("%w; the thread ran under other definitions: restore what its state needs, or start a new thread", err)
+		}
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.newRun(g, thread, meta.Tenant)
@@ -159,6 +169,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if r.ownsMeter {
 		r.meter.restore(meta)
 	}
+	opt.Value = NormalizeJSON(opt.Value)
 	var resume *delivery
 	if last.Status == StatusInterrupted {
 		if be := budgetInterrupt(last); be != nil {
@@ -189,6 +200,19 @@ func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
 		r.meter, r.ownsMeter = &meter{budget: g.Budget}, true
 	}
 	return r
+}
+
+// checkInput normalises the input and checks it with the graph's check.
+func checkInput(g *Graph, input map[string]any) (map[string]any, error) {
+	input = normalizeObject(input)
+	if g.CheckInput == nil {
+		return input, nil
+	}
+	out, err := g.CheckInput(input)
+	if err != nil && !errors.Is(err, ErrInput) {
+		err = fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	return out, err
 }
 
 // initialState is the fields' defaults overlaid with the input's fields.

@@ -232,6 +232,54 @@ func TestResumeRefusesChangedDefinitions(t *testing.T) {
 	}
 }
 
+// TestResumeForcedChangedGraph: a forced resume under definitions that
+// lost the node the thread stopped before, or a state field its writes
+// need, is refused with what to do, not a panic.
+func TestResumeForcedChangedGraph(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	g := oneNode(approval, nil)
+	g.Nodes["work"].Node = fn(func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+		if !in.Resumed {
+			return nil, &runner.Interrupt{Kind: "approval", Update: runner.Update{"out": "asked"}}
+		}
+		return approval(ctx, in)
+	})
+	g.Fields["pad"] = runner.Field{Reducer: runner.Replace, Default: strings.Repeat("x", 1000)} // the pause writes, not a snapshot
+	if _, err := e.Run(ctx, g, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	renamed := *g
+	renamed.Hash = "h2"
+	renamed.Nodes = map[string]*runner.Step{"work2": g.Nodes["work"]}
+	renamed.Start = "work2"
+	lost := *g
+	lost.Hash = "h3"
+	lost.Fields = map[string]runner.Field{"pad": g.Fields["pad"]}
+	tests := []struct {
+		name string
+		g    *runner.Graph
+		want []string
+	}{
+		{"renamed node", &renamed, []string{`thread t cannot resume: it stopped before node "work", which pipeline one no longer has`, "start a new thread"}},
+		{"removed field", &lost, []string{`update of "out", which is not a state field`, "ran under other definitions", "start a new thread"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.Resume(ctx, tt.g, "t", runner.ResumeOptions{Value: map[string]any{"ok": true}, Force: true})
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+	res, err := e.Resume(ctx, g, "t", runner.ResumeOptions{Value: map[string]any{"ok": true}})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("the thread is not resumable under its own definitions after the refusals: %v %+v", err, res)
+	}
+}
+
 // TestCancelAndResume cancels a run mid-way and resumes it: the final
 // state equals an uninterrupted run's.
 func TestCancelAndResume(t *testing.T) {

@@ -36,6 +36,11 @@ type Graph struct {
 	Budget   Budget
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
+	// CheckInput checks a run's input before the thread starts and returns
+	// it normalised; its error names each field that does not fit (dsl
+	// compiles the pipeline's declared input into it). Nil accepts any
+	// state field.
+	CheckInput func(input map[string]any) (map[string]any, error)
 	// Rules fire on the calls and steps of every run, in precedence order;
 	// Agent is the agent the graph runs for (nil for a bare pipeline).
 	Rules []*Rule

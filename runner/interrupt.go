@@ -41,7 +41,7 @@ func pendingInterrupt(cp *store.Checkpoint) *Interrupt {
 	if dec.Decode(&intr) != nil {
 		return nil
 	}
-	NormalizeJSON(intr.Payload)
+	intr.Payload = normalizeObject(intr.Payload)
 	return &intr
 }
 

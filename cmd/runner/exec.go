@@ -166,8 +166,8 @@ func jsonFlag(cmd *cobra.Command, name string) (any, error) {
 			return nil, fmt.Errorf("--%s: %w", name, err)
 		}
 	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	v, err := runner.DecodeJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("--%s is not valid JSON: %w", name, err)
 	}
 	return v, nil

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -105,7 +107,12 @@ func TestExecUsageErrors(t *testing.T) {
 		{"bad input", []string{"exec", "--store", "memory:", "ops_actions", "--input", "{"}, "--input is not valid JSON"},
 		{"input not object", []string{"exec", "--store", "memory:", "ops_actions", "--input", "[1]"}, "must be a JSON object"},
 		{"bad store", []string{"exec", "--store", "redis:x", "ops_actions"}, "redis"},
-		{"unknown field", []string{"exec", "--store", "memory:", "ops_actions", "--input", `{"usr_input": "x"}`}, `input field "usr_input"`},
+		{"unknown field", []string{"exec", "--store", "memory:", "ops_actions", "--input", `{"usr_input": "x"}`},
+			`input field "usr_input" is not declared in the input of pipeline ops_actions; did you mean "user_input"?`},
+		{"state field not in input", []string{"exec", "--store", "memory:", "fraud_investigation", "--input", `{"step_count": 999}`},
+			`input field "step_count" is not declared in the input of pipeline fraud_investigation; accepted: max_steps, transaction_id`},
+		{"wrong type", []string{"exec", "--store", "memory:", "fraud_investigator", "--input", `{"transaction_id": 5, "max_steps": 1.5}`},
+			`input field "max_steps": expected integer, got number 1.5; input field "transaction_id": expected string, got integer`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,5 +162,65 @@ func TestExecConversation(t *testing.T) {
 		if id, _, _ := strings.Cut(l, " "); id != strconv.Itoa(i+1) {
 			t.Fatalf("history line %d = %q: the checkpoints of the turns are not one sequence", i+1, l)
 		}
+	}
+}
+
+// TestExecIntegerInput: an integer from --input is an integer to CEL (a
+// route and a rule add 1 to it) and to expr (type() says int).
+func TestExecIntegerInput(t *testing.T) {
+	t.Setenv("RUNNER_PATHS", "testdata/inputs.yaml")
+	code, out, errOut := runCLI(t, "exec", "--store", "memory:", "count", "--input", `{"n": 3, "extra": 3}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var state map[string]any
+	if err := json.Unmarshal([]byte(out), &state); err != nil || state["kind"] != "int" || state["ruled"] != true {
+		t.Fatalf("state %s (%v), want kind int and ruled true", out, err)
+	}
+}
+
+func TestJSONFlagIntegers(t *testing.T) {
+	cmd := newExec()
+	if err := cmd.Flags().Set("value", `{"n": 3, "l": [1, 2.5]}`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := jsonFlag(cmd, "value")
+	want := map[string]any{"n": int64(3), "l": []any{int64(1), 2.5}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("jsonFlag = %#v, %v; want %#v", got, err, want)
+	}
+}
+
+// TestExecResumeRenamedNode: a forced resume after the paused node was
+// renamed is refused, naming the node, instead of crashing.
+func TestExecResumeRenamedNode(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	src := `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: ask}
+state:
+  answer: {type: any}
+start: NODE
+nodes:
+  NODE:
+    type: interrupt
+    with: {kind: question, message: "Go on", into: answer}
+    next: END
+`
+	write := func(node string) {
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(src, "NODE", node)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("question")
+	t.Setenv("RUNNER_PATHS", file)
+	if code, _, errOut := runCLI(t, execArgs(dir, "ask", "--thread", "q")...); code != exitPaused {
+		t.Fatalf("exit %d, want %d: %s", code, exitPaused, errOut)
+	}
+	write("query")
+	code, _, errOut := runCLI(t, execArgs(dir, "ask", "--resume", "q", "--force", "--value", `"yes"`)...)
+	if code != exitFailed || !strings.Contains(errOut, `it stopped before node "question", which pipeline ask no longer has`) {
+		t.Fatalf("exit %d, want %d and a refusal naming the node: %s", code, exitFailed, errOut)
 	}
 }

@@ -1,0 +1,320 @@
+package dsl
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
+)
+
+// InputError is a run input that does not fit its pipeline: a field the
+// pipeline does not accept, or a value of the wrong type. It wraps
+// runner.ErrInput.
+type InputError struct {
+	Pipeline string
+	Problems []InputProblem
+}
+
+// InputProblem is one field of a run input that does not fit.
+type InputProblem struct {
+	// Path locates the value: field names and list indexes, from the
+	// input's top-level field down.
+	Path []any
+	// Message says what is wrong ("expected integer, got string"); Hint,
+	// when set, what to do.
+	Message string
+	Hint    string
+	unknown bool // the field is not accepted (not: its value does not fit)
+}
+
+// Field renders the problem's path: messages[0].role.
+func (p InputProblem) Field() string {
+	var b strings.Builder
+	for i, s := range p.Path {
+		switch s := s.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", s)
+		default:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			fmt.Fprint(&b, s)
+		}
+	}
+	return b.String()
+}
+
+// Text is the problem without its hint: input field "n": expected integer, got string.
+func (p InputProblem) Text() string {
+	if len(p.Path) == 0 {
+		return "input: " + p.Message
+	}
+	if p.unknown {
+		return fmt.Sprintf("input field %q %s", p.Field(), p.Message)
+	}
+	return fmt.Sprintf("input field %q: %s", p.Field(), p.Message)
+}
+
+func (p InputProblem) String() string {
+	if p.Hint != "" {
+		return p.Text() + "; " + p.Hint
+	}
+	return p.Text()
+}
+
+// node returns the YAML node of the problem in an input mapping n: the
+// key of a field that is not accepted, else the value; the innermost
+// node found when the path leaves the document.
+func (p InputProblem) node(n *yaml.Node) *yaml.Node {
+	for i, seg := range p.Path {
+		var next *yaml.Node
+		switch seg := seg.(type) {
+		case string:
+			if i == len(p.Path)-1 && p.unknown {
+				next = mapKey(n, seg)
+			} else {
+				next = mapGet(n, seg)
+			}
+		case int:
+			if it := items(n); seg < len(it) {
+				next = it[seg]
+			}
+		}
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	return n
+}
+
+func (e *InputError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.String()
+	}
+	return fmt.Sprintf("%v for pipeline %s: %s", runner.ErrInput, e.Pipeline, strings.Join(msgs, "; "))
+}
+
+// Unwrap makes an InputError a runner.ErrInput.
+func (e *InputError) Unwrap() error { return runner.ErrInput }
+
+// CheckInput checks a run input against the pipeline and returns it
+// normalised: integers as int64 (an integral number is accepted for an
+// integer). A pipeline that declares `input:` accepts only those fields,
+// each of its declared type and of its state field's type; one without an
+// `input:` declaration accepts any state field of the field's type. The
+// error is an *InputError naming every field that does not fit.
+func (p *Pipeline) CheckInput(input map[string]any) (map[string]any, error) {
+	out, problems := p.checkInput(runner.NormalizeJSON(input))
+	if len(problems) > 0 {
+		return nil, &InputError{Pipeline: p.Name, Problems: problems}
+	}
+	return out, nil
+}
+
+// DeclaresInput reports whether the pipeline declares its `input:`.
+func (p *Pipeline) DeclaresInput() bool { return p.Input != nil && p.Input.Fields != nil }
+
+// checkInput is CheckInput on a normalised value.
+func (p *Pipeline) checkInput(v any) (map[string]any, []InputProblem) {
+	if v == nil {
+		return nil, nil
+	}
+	input, ok := v.(map[string]any)
+	if !ok {
+		return nil, []InputProblem{{Message: "must be an object, got " + string(kindOfValue(v))}}
+	}
+	decl, where := p.State, "a state field of pipeline "+p.Name
+	if p.DeclaresInput() {
+		decl, where = p.Input, "declared in the input of pipeline "+p.Name
+	}
+	var problems []InputProblem
+	out := make(map[string]any, len(input))
+	for _, name := range sortedKeys(input) {
+		t, ok := decl.Fields[name]
+		if !ok {
+			problems = append(problems, InputProblem{Path: []any{name}, Message: "is not " + where, unknown: true,
+				Hint: hintOr(didYouMean(name, decl.FieldNames()), acceptedFields(decl))})
+			continue
+		}
+		c := &conformance{}
+		val, _ := c.conform(input[name], t, []any{name})
+		if st := p.State.Fields[name]; st != nil && st != t && len(c.problems) == 0 {
+			val, _ = c.conform(val, st, []any{name})
+		}
+		problems = append(problems, c.problems...)
+		out[name] = val
+	}
+	return out, problems
+}
+
+// acceptedFields is the hint for an unknown input field.
+func acceptedFields(decl *Type) string {
+	if len(decl.Fields) == 0 {
+		return "the pipeline accepts no input fields"
+	}
+	return "accepted: " + strings.Join(decl.FieldNames(), ", ")
+}
+
+// conformance collects the problems of a value checked against a type.
+type conformance struct{ problems []InputProblem }
+
+func (c *conformance) fail(path []any, format string, args ...any) {
+	c.problems = append(c.problems, InputProblem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// conform checks a normalised value against t and returns it with an
+// integral number made an integer where t wants one; it reports whether
+// it changed (what changed is copied).
+func (c *conformance) conform(v any, t *Type, path []any) (any, bool) {
+	if t == nil || t.Kind == Any {
+		return v, false
+	}
+	if v == nil {
+		c.fail(path, "expected %s, got null (leave the field out to keep its default)", t)
+		return v, false
+	}
+	changed := false
+	switch t.Kind {
+	case Integer:
+		v, changed = c.integer(v, path)
+	case Number:
+		c.kind(v, t, path, Integer, Number)
+	case String, Boolean:
+		c.kind(v, t, path, t.Kind)
+	case Array:
+		v, changed = c.array(v, t, path)
+	case Object:
+		v, changed = c.object(v, t, path)
+	}
+	if len(t.Enum) > 0 && !enumHas(t.Enum, v) {
+		c.fail(path, "must be one of %s, got %s", enumList(t.Enum), jsonText(v))
+	}
+	return v, changed
+}
+
+// kind checks that v has one of the kinds.
+func (c *conformance) kind(v any, t *Type, path []any, kinds ...Kind) {
+	got := kindOfValue(v)
+	for _, k := range kinds {
+		if got == k {
+			return
+		}
+	}
+	c.fail(path, "expected %s, got %s", t, got)
+}
+
+// integer accepts an int64, or a float64 with an integral value.
+func (c *conformance) integer(v any, path []any) (any, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, false
+	case float64:
+		if n == math.Trunc(n) && math.Abs(n) < 1<<63 {
+			return int64(n), true
+		}
+		c.fail(path, "expected integer, got number %s", strconv.FormatFloat(n, 'g', -1, 64))
+		return v, false
+	}
+	c.fail(path, "expected integer, got %s", kindOfValue(v))
+	return v, false
+}
+
+func (c *conformance) array(v any, t *Type, path []any) (any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		c.fail(path, "expected %s, got %s", t, kindOfValue(v))
+		return v, false
+	}
+	var out []any
+	for i, item := range list {
+		if n, changed := c.conform(item, t.Items, append(path[:len(path):len(path)], i)); changed {
+			if out == nil {
+				out = slices.Clone(list)
+			}
+			out[i] = n
+		}
+	}
+	if out == nil {
+		return list, false
+	}
+	return out, true
+}
+
+func (c *conformance) object(v any, t *Type, path []any) (any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.fail(path, "expected %s, got %s", t, kindOfValue(v))
+		return v, false
+	}
+	if t.Fields == nil {
+		return m, false
+	}
+	var out map[string]any
+	for _, k := range sortedKeys(m) {
+		sub := append(path[:len(path):len(path)], k)
+		ft, ok := t.Fields[k]
+		if !ok {
+			c.problems = append(c.problems, InputProblem{Path: sub, Message: "is not a declared property", unknown: true,
+				Hint: hintOr(didYouMean(k, t.FieldNames()), "declared: "+strings.Join(t.FieldNames(), ", "))})
+			continue
+		}
+		if n, changed := c.conform(m[k], ft, sub); changed {
+			if out == nil {
+				out = maps.Clone(m)
+			}
+			out[k] = n
+		}
+	}
+	if out == nil {
+		return m, false
+	}
+	return out, true
+}
+
+func enumHas(enum []any, v any) bool {
+	for _, e := range enum {
+		if reflect.DeepEqual(e, v) {
+			return true
+		}
+	}
+	return false
+}
+
+func enumList(enum []any) string {
+	s := make([]string, len(enum))
+	for i, e := range enum {
+		s[i] = jsonText(e)
+	}
+	return strings.Join(s, ", ")
+}
+
+// jsonText renders a value for a message, cut to 40 bytes.
+func jsonText(v any) string {
+	s := fmt.Sprintf("%v", v)
+	if str, ok := v.(string); ok {
+		s = strconv.Quote(str)
+	}
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
