@@ -9,7 +9,8 @@ import (
 
 // FuzzCompile compiles arbitrary text in both languages, as an expression
 // and as a template, from a double-quoted YAML scalar; compiling, mapping
-// error positions and evaluating on a sample state must never panic.
+// error positions and evaluating on a sample state must never panic, and
+// evaluation stays within its bounds (steps, time, memory).
 func FuzzCompile(f *testing.F) {
 	for _, s := range []string{
 		`state.next_action == "COMPLETE" || state.step_count >= 20`,
@@ -17,6 +18,7 @@ func FuzzCompile(f *testing.F) {
 		`state.consecutive_faild_resolves > 1`, `stat.x`, `1 +`, `"é" + state.status`,
 		`${state.transaction_id} at ${state.step_count}`, `$${x} ${`, `map(1..3, # * 2)`,
 		`[1, 2, 3].map(x, x * state.step_count)`, `state.counts[7]`, `{"a": state.review}`,
+		`reduce(1..40, #acc + #acc, "x")`, `all(1..300, all(1..300, all(1..300, # > 0)))`, `repeat("x", 1000000000)`,
 	} {
 		f.Add(s)
 	}
