@@ -242,6 +242,11 @@ func (k *check) test(d *Document) {
 		t.Resume = append(t.Resume, r)
 	}
 	ex := d.Get("expect")
+	t.Expect.At = map[string]Pos{}
+	pairs(ex, func(key, v *yaml.Node) { t.Expect.At[key.Value] = d.Pos(v) })
+	for i, a := range items(mapGet(ex, "assert")) {
+		t.Expect.At[fmt.Sprintf("assert.%d", i)] = d.Pos(a)
+	}
 	t.Expect.Status = scalarValue(mapGet(ex, "status"))
 	k.decode(d, mapGet(ex, "path"), &t.Expect.Path, "expect.path")
 	k.decode(d, mapGet(ex, "tool_calls"), &t.Expect.ToolCalls, "expect.tool_calls")

@@ -112,6 +112,10 @@ type Expect struct {
 	// Approval is the approval the thread must be paused at.
 	Approval *ExpectApproval
 	Assert   []*Expression
+	// At is where each expectation is written: "status", "path",
+	// "tool_calls", "tool_runs", "approval", and "assert.N" for the N-th
+	// assertion (from 0); a failing Test points there.
+	At map[string]Pos
 }
 
 // ExpectApproval is a pending approval a test expects: the gated tool,

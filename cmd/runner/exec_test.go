@@ -24,7 +24,9 @@ func TestShippedTestsPass(t *testing.T) {
 func TestFailingTestReports(t *testing.T) {
 	code, out, _ := runCLI(t, "test", "testdata/failing_test.yaml")
 	if code != 1 || !strings.Contains(out, "FAIL  counts_to_three") || !strings.Contains(out, "assertion failed: state.n == 4") ||
-		!strings.Contains(out, "got:  bump → bump → bump") || !strings.Contains(out, "0 passed, 1 failed") {
+		!strings.Contains(out, "got:  bump → bump → bump") || !strings.Contains(out, "0 passed, 1 failed") ||
+		!strings.Contains(out, "failing_test.yaml:23:9: path: entry 3 is bump, want (end)") || !strings.Contains(out, "failing_test.yaml:25:7: assertion failed") ||
+		!strings.Contains(out, "state.n = 3") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }

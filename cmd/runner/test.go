@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -70,7 +72,10 @@ func runTests(cmd *cobra.Command, args []string) error {
 		failed++
 		fmt.Fprintf(w, "FAIL  %s (%s)\n", t.Name, took)
 		for _, p := range problems {
-			fmt.Fprintf(w, "      %s: %s\n", t.Doc.Pos(t.Doc.Root), strings.ReplaceAll(p, "\n", "\n      "))
+			if !strings.HasPrefix(p, t.Doc.File+":") { // not at an expectation: at the Test
+				p = t.Doc.Pos(t.Doc.Root).String() + ": " + p
+			}
+			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(p, "\n", "\n      "))
 		}
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
@@ -165,43 +170,85 @@ func errOr(err error, alt string) string {
 	return err.Error()
 }
 
-// expectations compares a test's outcome with what it expects.
+// expectations compares a test's outcome with what it expects; each
+// problem starts with the position of the expectation it fails.
 func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []string {
 	var out []string
 	ex := t.Expect
+	at := func(key, format string, a ...any) {
+		out = append(out, ex.At[key].String()+": "+fmt.Sprintf(format, a...))
+	}
 	if want := ex.Status; want != "" && res.Status != want && !(want == "awaiting_hitl" && res.Status == runner.StatusInterrupted) {
 		var why error
 		if res.Error != nil {
 			why = res.Error
 		}
-		out = append(out, fmt.Sprintf("status %s, want %s%s", res.Status, want, errSuffix(why)))
+		at("status", "status %s, want %s%s", res.Status, want, errSuffix(why))
 	}
 	if ex.Path != nil && !slices.Equal(path, ex.Path) {
-		out = append(out, fmt.Sprintf("path\n  got:  %s\n  want: %s", strings.Join(path, " → "), strings.Join(ex.Path, " → ")))
+		at("path", "path%s\n  got:  %s\n  want: %s", firstDifference(path, ex.Path), strings.Join(path, " → "), strings.Join(ex.Path, " → "))
 	}
 	if ex.ToolCalls != nil && !slices.Equal(calls, ex.ToolCalls) {
-		out = append(out, fmt.Sprintf("tool calls\n  got:  %v\n  want: %v", calls, ex.ToolCalls))
+		at("tool_calls", "tool calls%s\n  got:  %v\n  want: %v", firstDifference(calls, ex.ToolCalls), calls, ex.ToolCalls)
 	}
-	for tool, want := range ex.ToolRuns {
-		if got := countOf(calls, tool); got != want {
-			out = append(out, fmt.Sprintf("tool %s ran %d times, want %d", tool, got, want))
+	for _, tool := range slices.Sorted(maps.Keys(ex.ToolRuns)) {
+		if got, want := countOf(calls, tool), ex.ToolRuns[tool]; got != want {
+			at("tool_runs", "tool %s ran %d times, want %d", tool, got, want)
 		}
 	}
 	if ex.Approval != nil {
-		out = append(out, approvalProblems(ex.Approval, res.Interrupt)...)
+		for _, p := range approvalProblems(ex.Approval, res.Interrupt) {
+			at("approval", "%s", p)
+		}
 	}
 	errText := ""
 	if res.Error != nil {
 		errText = res.Error.Message
 	}
 	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status, "error": errText}
-	for _, a := range ex.Assert {
+	for i, a := range ex.Assert {
 		ok, err := a.Program.EvalBool(vars)
 		if err != nil || !ok {
-			out = append(out, fmt.Sprintf("assertion failed: %s%s\n  state: %s", a.Program.Text(), errSuffix(err), compactJSON(res.State)))
+			at(fmt.Sprintf("assert.%d", i), "assertion failed: %s%s%s", a.Program.Text(), errSuffix(err), readValues(a.Program.Text(), vars))
 		}
 	}
 	return out
+}
+
+// firstDifference says where two sequences first differ.
+func firstDifference(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		g, w := "(end)", "(end)"
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf(": entry %d is %s, want %s", i+1, g, w)
+		}
+	}
+	return ""
+}
+
+// reads finds the fields an assertion reads: state.x, output.y.
+var reads = regexp.MustCompile(`\b(state|output)\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// readValues renders the values of the fields an assertion reads, one a
+// line, so a failure shows what the assertion saw.
+func readValues(text string, vars map[string]any) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, m := range reads.FindAllStringSubmatch(text, -1) {
+		if seen[m[0]] {
+			continue
+		}
+		seen[m[0]] = true
+		obj, _ := vars[m[1]].(map[string]any)
+		fmt.Fprintf(&b, "\n  %s = %s", m[0], compactJSON(obj[m[2]]))
+	}
+	return b.String()
 }
 
 // approvalProblems compares the pending approval with the expected one.
@@ -317,8 +364,8 @@ func (c *callLog) names() []string {
 
 func compactJSON(v any) string {
 	b, _ := json.Marshal(v)
-	if len(b) > 600 {
-		return string(b[:600]) + "…"
+	if len(b) > 4000 {
+		return string(b[:4000]) + "…"
 	}
 	return string(b)
 }
