@@ -41,7 +41,8 @@ func (d *Document) Pos(n *yaml.Node) Pos { return posOf(d.File, n) }
 func (d *Document) Get(key string) *yaml.Node { return mapGet(d.Root, key) }
 
 // Load reads definition files and directories (recursively, *.yaml and
-// *.yml) and splits them into documents. Problems are returned as
+// *.yml, skipping hidden directories and the project settings file
+// runner.yaml) and splits them into documents. Problems are returned as
 // diagnostics; a file that cannot be read is an error diagnostic too.
 func Load(paths ...string) ([]*Document, Diagnostics) {
 	var docs []*Document
@@ -91,16 +92,25 @@ func expand(paths []string) ([]string, error) {
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && isYAML(path) {
+			switch {
+			case err != nil:
+				return err
+			case e.IsDir() && path != p && strings.HasPrefix(e.Name(), "."):
+				return filepath.SkipDir // .git, .runner
+			case !e.IsDir() && isYAML(path) && !isSettings(e.Name()):
 				files = append(files, path)
 			}
-			return err
+			return nil
 		})
 		errs = append(errs, err)
 	}
 	sort.Strings(files)
 	return files, errors.Join(errs...)
 }
+
+// isSettings reports whether a file is the project settings file, which
+// holds no documents.
+func isSettings(name string) bool { return name == "runner.yaml" || name == "runner.yml" }
 
 func isYAML(path string) bool {
 	ext := filepath.Ext(path)

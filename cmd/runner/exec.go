@@ -98,6 +98,9 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 		force, _ := f.GetBool("force")
 		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force})
 	}
+	if f.Changed("value") || f.Changed("force") {
+		return nil, usageErr(errors.New("--value and --force go with --resume THREAD"))
+	}
 	in, err := jsonFlag(cmd, "input")
 	if err != nil {
 		return nil, usageErr(err)
@@ -142,6 +145,10 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 			value = `{"approved": true}` // or false with a message, or LangChain's decisions
 		}
 		fmt.Fprintf(w, "resume with: %s --value '%s'\n", resumeCommand(cmd, res.Thread), value)
+		if res.Interrupt.ResumeSchema != nil {
+			schema, _ := json.Marshal(res.Interrupt.ResumeSchema)
+			fmt.Fprintf(w, "  the value must satisfy: %s\n", schema)
+		}
 		if res.Interrupt.Rule != "" {
 			fmt.Fprintln(w, `  (to reject: --value '{"approved": false, "message": "why"}')`)
 		}

@@ -70,7 +70,8 @@ func TestExecPauseAndResume(t *testing.T) {
 	t.Chdir("../..")
 	dir := t.TempDir()
 	code, _, errOut := runCLI(t, execArgs(dir, "ops_actions", "--input", `{"user_input": "restart nginx.service"}`, "--thread", "ops")...)
-	if code != 3 || !strings.Contains(errOut, "paused at approve (approval)") || !strings.Contains(errOut, "--resume ops") {
+	if code != 3 || !strings.Contains(errOut, "paused at approve (approval)") || !strings.Contains(errOut, "--resume ops") ||
+		!strings.Contains(errOut, `the value must satisfy: {"properties":{"approved"`) {
 		t.Fatalf("exit %d, want 3: %s", code, errOut)
 	}
 	code, _, errOut = runCLI(t, execArgs(dir, "ops_actions", "--resume", "ops", "--value", `{"approved": "yes"}`)...)

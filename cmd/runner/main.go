@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -61,8 +62,25 @@ func newRoot() *cobra.Command {
 		Short:         "Declarative agent pipelines: validate, graph and run YAML-defined agents",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
 	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads(), newTest())
 	return root
+}
+
+// version is the module version the binary was built from, with the VCS
+// revision when the build recorded one.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " (" + s.Value[:12] + ")"
+		}
+	}
+	return v
 }

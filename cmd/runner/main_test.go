@@ -152,3 +152,49 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNewcomerMistakes: what trips a newcomer gets a clear refusal (exit
+// 2), not a silent success or a side effect.
+func TestNewcomerMistakes(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "typo", "state.db")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"version", []string{"--version"}, 0, "runner version"},
+		{"threads on a mistyped store", []string{"threads", "list", "--store", "sqlite:" + missing}, 2, "no such file"},
+		{"a test filter that matches nothing", []string{"test", "--run", "zzz", "testdata/failing_test.yaml"}, 2, `no Test name contains "zzz"`},
+		{"--value without --resume", []string{"exec", "--store", "memory:", "counter", "--value", "{}"}, 2, "go with --resume"},
+	}
+	t.Setenv("RUNNER_PATHS", "testdata/failing_test.yaml")
+	for _, c := range cases {
+		code, out, errOut := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(out+errOut, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q:\n%s%s", c.name, code, c.code, c.want, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !os.IsNotExist(err) {
+		t.Errorf("threads list created the mistyped store's directory (%v)", err)
+	}
+}
+
+// TestValidateDirSkipsSettings: a project directory's runner.yaml holds
+// settings, not documents.
+func TestValidateDirSkipsSettings(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "runner.yaml"), "paths: [pipelines]\n")
+	src, err := os.ReadFile("testdata/failing_test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "pipelines"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pipelines", "p.yaml"), string(src))
+	if code, out, errOut := runCLI(t, "validate", dir); code != 0 {
+		t.Errorf("validate DIR: exit %d\n%s%s", code, out, errOut)
+	}
+}

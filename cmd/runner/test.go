@@ -79,8 +79,11 @@ func runTests(cmd *cobra.Command, args []string) error {
 		}
 	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
-	if failed > 0 {
+	switch {
+	case failed > 0:
 		return &exitError{code: 1}
+	case passed == 0 && filter != "":
+		return usageErr(fmt.Errorf("no Test name contains %q", filter))
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,8 +26,16 @@ func newThreads() *cobra.Command {
 	return cmd
 }
 
+// openStore opens the store the threads commands read: an SQLite file
+// must exist (a mistyped path is an error, not a new empty store).
 func openStore(cmd *cobra.Command) (store.Store, error) {
 	dsn, _ := cmd.Flags().GetString("store")
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		path, _, _ = strings.Cut(path, "?")
+		if _, err := os.Stat(path); err != nil {
+			return nil, usageErr(fmt.Errorf("store %s: %w; give the --store the runs used", dsn, err))
+		}
+	}
 	st, err := store.Open(dsn)
 	if err != nil {
 		return nil, usageErr(err)
