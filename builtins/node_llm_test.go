@@ -312,6 +312,7 @@ metadata: {name: chat}
 state:
   messages: {type: array, reducer: messages, default: []}
   turns: {type: integer, default: 0, reducer: add}
+  this_turn: {type: integer, default: 0, reducer: add, per_turn: true}
 limits: {max_steps: 2}
 start: reply
 nodes:
@@ -321,7 +322,7 @@ nodes:
     next: count
   count:
     type: set
-    with: {turns: "1"}
+    with: {turns: "1", this_turn: "1"}
     next: END
 ---
 apiVersion: runner/v1
@@ -349,8 +350,8 @@ func TestMultiTurn(t *testing.T) {
 		if err != nil || res.Status != runner.StatusCompleted {
 			t.Fatalf("turn %d: %v %+v", i+1, err, res)
 		}
-		if res.State["turns"] != int64(i+1) || len(res.State["messages"].([]any)) != 2*(i+1) {
-			t.Fatalf("turn %d: turns %v, messages %v", i+1, res.State["turns"], res.State["messages"])
+		if res.State["turns"] != int64(i+1) || res.State["this_turn"] != int64(1) || len(res.State["messages"].([]any)) != 2*(i+1) {
+			t.Fatalf("turn %d: turns %v (want %d), this_turn %v (per_turn: want 1), messages %v", i+1, res.State["turns"], i+1, res.State["this_turn"], res.State["messages"])
 		}
 	}
 	hist, err := e.Store.History(context.Background(), "chat-1")

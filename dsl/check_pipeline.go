@@ -52,7 +52,8 @@ func (k *check) pipeline(d *Document) {
 func (pc *pipelineCheck) state() {
 	fields := map[string]*Type{}
 	pairs(pc.d.Get("state"), func(key, v *yaml.Node) {
-		f := &Field{Name: key.Value, Type: typeOf(v), Reducer: scalarValue(mapGet(v, "reducer")), Pos: pc.d.Pos(key)}
+		f := &Field{Name: key.Value, Type: typeOf(v), Reducer: scalarValue(mapGet(v, "reducer")), Pos: pc.d.Pos(key),
+			PerTurn: scalarValue(mapGet(v, "per_turn")) == "true"}
 		if f.Reducer == "" {
 			f.Reducer = "replace"
 		}

@@ -143,7 +143,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
 	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)
 	for _, f := range p.Fields {
-		g.Fields[f.Name] = runner.Field{Reducer: runner.Reducers[f.Reducer], Default: f.Default}
+		g.Fields[f.Name] = runner.Field{Reducer: runner.Reducers[f.Reducer], Default: f.Default, PerTurn: f.PerTurn}
 	}
 	for _, n := range p.Nodes {
 		s, err := c.step(p, n)

@@ -196,6 +196,8 @@ type Field struct {
 	Type    *Type
 	Reducer string
 	Default any
+	// PerTurn fields start each turn of a thread from their default.
+	PerTurn bool
 	Pos     Pos
 }
 

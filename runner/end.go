@@ -39,7 +39,11 @@ func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrup
 		return nil, err
 	}
 	r.emit(EventInterrupt, cur, intr)
-	return r.result(StatusInterrupted, state, nil, intr), nil
+	res := r.result(StatusInterrupted, state, nil, intr)
+	if r.Graph.Output != nil { // what the pipeline declares so far; an output that needs a finished run is left out
+		res.Output, _ = r.Graph.Output.Eval(map[string]any{"state": state, "input": r.input})
+	}
+	return res, nil
 }
 
 // stop ends a run whose context ended: the run's own timeout fails it, a

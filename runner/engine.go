@@ -115,6 +115,11 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 	if err != nil {
 		return nil, fmt.Errorf("thread %s: %w", r.Thread, err)
 	}
+	for name, f := range r.Graph.Fields {
+		if f.PerTurn {
+			state[name] = cloneJSON(f.Default)
+		}
+	}
 	if state, err = merge(r.Graph, state, Update(input)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}

@@ -58,6 +58,9 @@ type Graph struct {
 type Field struct {
 	Reducer Reducer
 	Default any
+	// PerTurn resets the field to its default when a new turn of the
+	// thread starts.
+	PerTurn bool
 }
 
 // Step is a node in a graph with its routing and policies.

@@ -149,15 +149,19 @@ func TestExecConversation(t *testing.T) {
 			t.Fatalf("turn %d: exit %d\n%s%s", i+1, code, out, errOut)
 		}
 	}
-	code, _, errOut := runCLI(t, say("Add the 3H well")...)
+	code, out, errOut := runCLI(t, say("Add the 3H well")...)
 	if code != 3 || !strings.Contains(errOut, "create_entity") {
 		t.Fatalf("turn 3: exit %d, want 3 (the gate): %s", code, errOut)
+	}
+	var paused map[string]any // the declared output, not the raw state
+	if json.Unmarshal([]byte(out), &paused) != nil || paused["status"] != "running" || paused["messages"] != nil {
+		t.Errorf("a paused run prints %s, want the pipeline's declared output", out)
 	}
 	code, _, errOut = runCLI(t, say("hello?")...)
 	if code != 2 || !strings.Contains(errOut, "--resume conv") {
 		t.Errorf("a new run of a paused thread: exit %d: %s", code, errOut)
 	}
-	code, out, _ := runCLI(t, "threads", "history", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	code, out, _ = runCLI(t, "threads", "history", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
 	if code != 0 || strings.Count(out, " completed ") != 2 || strings.Count(out, " interrupted ") != 1 || strings.Count(out, "\n") != 25 {
 		t.Errorf("history of three turns: exit %d\n%s", code, out)
 	}
