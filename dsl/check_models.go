@@ -55,7 +55,7 @@ func (k *check) testModel(d *Document, at *yaml.Node, p *Pipeline) {
 
 // modelsWithoutAgent warns about nodes that call the agent's model in
 // pipelines no agent runs, directly or as a subgraph: they cannot run.
-// It says nothing while a document is skipped for schema errors.
+// It says nothing while a document has schema errors.
 func (k *check) modelsWithoutAgent() {
 	for _, ok := range k.valid {
 		if !ok {

@@ -15,7 +15,7 @@ type NodeCheck struct {
 }
 
 // HasField reports whether the node's pipeline declares a state field.
-func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.Fields[name] != nil }
+func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.declares(name) }
 
 // Errorf reports an error at the value path names in with:, its keys and
 // list indexes joined by dots ("pattern", "patterns.1", "llm.model"). A

@@ -30,31 +30,45 @@ func (k *check) pipeline(d *Document) {
 	p := &Pipeline{Doc: d, Name: d.Name, Lang: docLang(d, Expr), Start: scalarValue(d.Get("start"))}
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
-	p.Input = objectOf(d.Get("input"))
+	p.Input = k.objectOf(d.Get("input"))
 	pc.inputFields()
-	if lim := d.Get("limits"); lim != nil {
-		pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
-		pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
-	}
-	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
+	lim := d.Get("limits")
+	pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
+	pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
+	nodes := d.Get("nodes")
+	pairs(nodes, func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {
 		if p.Output == nil {
 			p.Output = map[string]*Expression{}
 		}
 		p.Output[key.Value] = &Expression{Program: pc.compile(d, v, p.Lang, pc.env(nil), nil), node: v}
 	})
-	pc.graph()
+	if nodes != nil && nodes.Kind == yaml.MappingNode { // else the schema reported it
+		pc.graph()
+	}
 	p.Budget = k.budget(d, p)
 	k.proj.Pipelines[p.Name] = p
 }
 
-// state reads the declared state fields.
+// state reads the declared state fields. A field the schema refused is of
+// any type, and a state: that is not a mapping is an open object, so the
+// expressions that read them are checked without them.
 func (pc *pipelineCheck) state() {
+	if st := pc.d.Get("state"); st != nil && st.Kind != yaml.MappingNode {
+		pc.p.State = &Type{Kind: Object}
+		return
+	}
 	fields := map[string]*Type{}
 	pairs(pc.d.Get("state"), func(key, v *yaml.Node) {
 		f := &Field{Name: key.Value, Type: typeOf(v), Reducer: scalarValue(mapGet(v, "reducer")), Pos: pc.d.Pos(key)}
-		if f.Reducer == "" {
+		if f.Reducer == "" || pc.bad(v) {
 			f.Reducer = "replace"
+		}
+		if pc.bad(v) {
+			f.Type = AnyType
+			fields[f.Name] = f.Type
+			pc.p.Fields = append(pc.p.Fields, f)
+			return
 		}
 		pc.reducer(f, mapGet(v, "reducer"))
 		if def := mapGet(v, "default"); def != nil {
@@ -92,6 +106,8 @@ func (pc *pipelineCheck) inputFields() {
 	pairs(pc.d.Get("input"), func(key, v *yaml.Node) {
 		in, st := pc.p.Input.Fields[key.Value], pc.p.State.Fields[key.Value]
 		switch {
+		case pc.bad(v) || pc.p.State.Fields == nil:
+			// the schema reported it
 		case st == nil:
 			pc.diags.Errorf(pc.d.Pos(key), "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
 				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state:, where the input initialises it")
@@ -144,18 +160,29 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	return e
 }
 
-// nodeDecl reads one node: type, with:, routes, timeout and retry.
+// nodeDecl reads one node: type, with:, routes, timeout and retry. A node
+// with a schema error is still a node (routes to it are not unknown); its
+// routes are read unless they hold the error, and its type and with: are
+// checked only when neither they nor an unknown field of the node does.
 func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
 		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
 	pc.p.Nodes = append(pc.p.Nodes, n)
+	if pc.bad(mapGet(v, "on_error")) {
+		n.OnError = ""
+	}
 	at := "nodes." + n.Name
 	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
 		n.Retry = &Retry{MaxAttempts: 1}
 		pc.decode(pc.d, r, n.Retry, at+".retry")
 	}
-	pc.routes(n, mapGet(v, "next"))
+	if n.opaque = v.Kind != yaml.MappingNode || pc.bad(mapGet(v, "next")); !n.opaque {
+		pc.routes(n, mapGet(v, "next"))
+	}
+	if pc.configBroken(v) {
+		return
+	}
 	nt, ok := pc.reg.Lookup(n.Type)
 	if !ok {
 		return // the schema's enum reported it
@@ -169,6 +196,27 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	if nt.Check != nil {
 		nt.Check(n.Config, &NodeCheck{pc: pc})
 	}
+}
+
+// configBroken reports whether a schema error makes a node's type and
+// with: unknowable: one in them, in a field the node does not have (a
+// misspelt with:), or a missing type.
+func (pc *pipelineCheck) configBroken(v *yaml.Node) bool {
+	if !pc.bad(v) {
+		return false
+	}
+	if v.Kind != yaml.MappingNode || pc.lacks(v, "type") {
+		return true
+	}
+	broken := false
+	pairs(v, func(key, val *yaml.Node) {
+		switch key.Value {
+		case "next", "on_error", "timeout", "retry", "description":
+		default:
+			broken = broken || pc.bad(val)
+		}
+	})
+	return broken
 }
 
 // routes reads a node's next: a name, or a list of {when, to}.
@@ -226,9 +274,7 @@ func (pc *pipelineCheck) visitExpression(e *Expression, want *Type, vars []strin
 
 func (pc *pipelineCheck) visitTemplate(t *TemplateText, vars []string) {
 	if t.node != nil {
-		var ds Diagnostics
-		t.Template, ds = CompileTemplate(source(pc.d, t.node, pc.p.Lang), pc.env(vars))
-		pc.diags = append(pc.diags, ds...)
+		t.Template = pc.template(pc.d, t.node, pc.p.Lang, pc.env(vars))
 	}
 }
 
@@ -236,7 +282,7 @@ func (pc *pipelineCheck) visitField(f *FieldRef) {
 	if f.Name == "" {
 		return
 	}
-	if _, ok := pc.p.State.Fields[f.Name]; ok {
+	if pc.p.State.declares(f.Name) {
 		return
 	}
 	msg := fmt.Sprintf("%s node %q writes state field %q, which is not declared", pc.node.Type, pc.node.Name, f.Name)

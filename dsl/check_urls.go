@@ -130,7 +130,7 @@ func literalHost(rest string, whole bool) (string, bool) {
 
 // baseURL checks a Model's base_url: an absolute http or https URL.
 func (k *check) baseURL(d *Document, n *yaml.Node) {
-	if n == nil {
+	if n == nil || k.bad(n) {
 		return
 	}
 	u, err := url.Parse(n.Value)

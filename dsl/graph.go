@@ -3,33 +3,52 @@ package dsl
 import (
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // graph checks a pipeline's topology: start and route targets exist, every
 // node is reachable and can reach END, every cycle is bounded by a limit,
-// and a node whose routes are all conditional is warned about.
+// and a node whose routes are all conditional is warned about. What the
+// schema refused is left out: a start: that is not a name leaves
+// reachability unknown, a node whose routes are refused (opaque) may lead
+// anywhere, and a limits: with an error may bound any cycle.
 func (pc *pipelineCheck) graph() {
 	p := pc.p
 	names := append(nodeNames(p), End)
-	if p.Node(p.Start) == nil {
-		pc.diags.Errorf(pc.d.Pos(pc.d.Get("start")), "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
-		return
+	start := pc.d.Get("start")
+	startKnown := start != nil && start.Kind == yaml.ScalarNode && !pc.bad(start)
+	if startKnown && p.Node(p.Start) == nil {
+		pc.diags.Errorf(pc.d.Pos(start), "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
+		startKnown = false
 	}
 	ends := []string{End} // unknown targets count as ends: they are reported once
 	for _, n := range p.Nodes {
+		if n.opaque {
+			ends = append(ends, n.Name)
+			continue
+		}
 		ends = append(ends, pc.targets(n, names)...)
 	}
-	reach := reachable(p, []string{p.Start}, successors)
+	var reach map[string]bool
+	if startKnown {
+		reach = reachable(p, []string{p.Start}, func(p *Pipeline, name string) []string {
+			if n := p.Node(name); n != nil && n.opaque {
+				return names
+			}
+			return successors(p, name)
+		})
+	}
 	toEnd := reachable(p, ends, predecessors(p))
 	for _, n := range p.Nodes {
 		switch {
-		case !reach[n.Name]:
+		case startKnown && !reach[n.Name]:
 			pc.diags.Errorf(n.Pos, "node %q is unreachable from start node %q", n.Name, p.Start).Hint = "route to it from another node, or remove it"
 		case !toEnd[n.Name] && len(n.Next) > 0:
 			pc.diags.Errorf(n.Pos, "no path from node %q to END", n.Name).Hint = "every run must be able to finish: add a route that leads to END"
 		}
 	}
-	if p.MaxSteps == 0 {
+	if p.MaxSteps == 0 && !pc.bad(pc.d.Get("limits")) {
 		for _, cycle := range cycles(p) {
 			pc.diags.Errorf(p.Node(cycle[0]).Pos, "cycle %s is not bounded by any limit", strings.Join(append(cycle, cycle[0]), " → ")).Hint = "set limits.max_steps on the pipeline"
 		}

@@ -207,6 +207,9 @@ type Node struct {
 	Retry   *Retry
 	key     *yaml.Node
 	value   *yaml.Node
+	// opaque marks a node whose routes the schema refused: the graph
+	// checks take it to lead anywhere, END included.
+	opaque bool
 }
 
 // Route is one outgoing edge; a nil When always matches.

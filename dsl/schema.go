@@ -63,9 +63,10 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 	return s, nil
 }
 
-// validate checks a document against the schema and reports each problem at
-// the YAML position of the offending value.
-func (s *schemaSet) validate(d *Document, diags *Diagnostics) bool {
+// validate checks a document against the schema, reports each problem at
+// the YAML position of the offending value and records in f which parts of
+// the document hold one.
+func (s *schemaSet) validate(d *Document, diags *Diagnostics, f *faults) bool {
 	err := s.root.Validate(toJSON(d.Root))
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
@@ -73,8 +74,67 @@ func (s *schemaSet) validate(d *Document, diags *Diagnostics) bool {
 	}
 	for _, leaf := range s.leaves(ve) {
 		s.report(d, leaf, diags)
+		f.record(d.Root, leaf)
 	}
 	return false
+}
+
+// faults records where documents break their schema, so that the semantic
+// checks skip exactly the parts that do and check all the rest: an error in
+// one node, state field, rule or tool section hides nothing outside it.
+type faults struct {
+	// broken holds every value with a schema error inside it or at it, the
+	// values that contain it (up to, not including, the document) and the
+	// values inside it.
+	broken map[*yaml.Node]bool
+	// missing holds the required fields a mapping lacks.
+	missing map[*yaml.Node]map[string]bool
+}
+
+// record marks the values a schema error lies in. An error about the whole
+// document (a Tool with two implementations) marks nothing: its parts are
+// checked as written.
+func (f *faults) record(root *yaml.Node, e *jsonschema.ValidationError) {
+	if f.broken == nil {
+		f.broken, f.missing = map[*yaml.Node]bool{}, map[*yaml.Node]map[string]bool{}
+	}
+	n := root
+	for _, tok := range e.InstanceLocation {
+		next := walk(n, []string{tok})
+		if next == n {
+			break
+		}
+		n = next
+		f.broken[n] = true
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		if f.missing[n] == nil {
+			f.missing[n] = map[string]bool{}
+		}
+		for _, p := range k.Missing {
+			f.missing[n][p] = true
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			f.markAll(mapGet(n, p))
+		}
+	default:
+		if n != root {
+			f.markAll(n)
+		}
+	}
+}
+
+// markAll marks n and every value inside it.
+func (f *faults) markAll(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	f.broken[n] = true
+	for _, c := range n.Content {
+		f.markAll(c)
+	}
 }
 
 // leaves flattens an error tree to the errors worth showing. Of a failed
