@@ -83,7 +83,7 @@ func (k *check) index(d *Document) {
 		k.byKind[d.Kind] = names
 	}
 	if prev, dup := names[d.Name]; dup {
-		k.diags.Errorf(d.Pos(mapGet(d.Get("metadata"), "name")),
+		k.diags.Errorf(d.Pos(mapGet(d.Get("metadata"), "name")), CodeRefDuplicate,
 			"duplicate %s %q (first defined at %s)", d.Kind, d.Name, prev.Pos(mapGet(prev.Get("metadata"), "name")))
 		return
 	}
@@ -123,7 +123,8 @@ func (k *check) ref(d *Document, n *yaml.Node, kind, what string) bool {
 	if _, ok := k.byKind[kind][name]; ok {
 		return true
 	}
-	k.diags.Errorf(d.Pos(n), "unknown %s %q", what, name).Hint = didYouMean(name, k.names(kind))
+	dg := k.diags.Errorf(d.Pos(n), CodeRefUnknown, "unknown %s %q", what, name)
+	dg.Hint, dg.End = didYouMean(name, k.names(kind)), endOf(d.File, n)
 	return false
 }
 
@@ -160,7 +161,7 @@ func (k *check) unused(kind, what string) {
 	for _, name := range k.names(kind) {
 		if !k.used[kind][name] {
 			d := k.byKind[kind][name]
-			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), "%s %q is not used by any agent, skill, pipeline or test", what, name)
+			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), CodeRefUnused, "%s %q is not used by any agent, skill, pipeline or test", what, name)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
 	if n == nil || k.bad(n) || n.Value == "fail" || n.Value == "interrupt" || p == nil || p.Node(n.Value) != nil {
 		return
 	}
-	k.diags.Errorf(d.Pos(n), "budget.on_exceed must be fail, interrupt or a node of pipeline %q, not %q", p.Name, n.Value).Hint =
+	k.diags.Errorf(d.Pos(n), CodeRefUnknown, "budget.on_exceed must be fail, interrupt or a node of pipeline %q, not %q", p.Name, n.Value).Hint =
 		didYouMean(n.Value, append(nodeNames(p), "fail", "interrupt"))
 }
 
@@ -80,7 +80,7 @@ func (k *check) tool(d *Document) {
 		t.HTTP = k.httpTool(d, h, lang, args)
 	}
 	if b := d.Get("builtin"); b != nil && !k.bad(b) && !slices.Contains(k.reg.builtins, t.Builtin) {
-		k.diags.Errorf(d.Pos(b), "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
+		k.diags.Errorf(d.Pos(b), CodeRefUnknown, "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
 			"the builtins are: "+strings.Join(k.reg.builtins, ", "))
 	}
 	k.proj.Tools[t.Name] = t
@@ -125,7 +125,7 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 		return doc
 	}
 	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
-		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
+		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
 	}
 	return doc
 }
@@ -207,7 +207,7 @@ func (k *check) test(d *Document) {
 	names := append(nodeNames(p), End)
 	for _, n := range items(mapGet(d.Get("expect"), "path")) {
 		if !k.bad(n) && p.Node(n.Value) == nil {
-			k.diags.Errorf(d.Pos(n), "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
+			k.diags.Errorf(d.Pos(n), CodeRefUnknown, "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
 		}
 	}
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
@@ -261,7 +261,7 @@ func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
 	}
 	input, problems := p.checkInput(runner.NormalizeJSON(toJSON(n)))
 	for _, pr := range problems {
-		k.diags.Errorf(d.Pos(pr.node(n)), "%s", pr.Text()).Hint = pr.Hint
+		k.diags.Errorf(d.Pos(pr.node(n)), CodeInputType, "%s", pr.Text()).Hint = pr.Hint
 	}
 	return input
 }
@@ -285,7 +285,7 @@ func (k *check) subgraphCycles() {
 	for name, p := range k.proj.Pipelines {
 		for _, r := range deps[name] {
 			if pipelineReaches(deps, r.Name, name, map[string]bool{}) {
-				k.diags.Errorf(p.Doc.Pos(r.node), "pipeline %q contains itself through subgraph %q", name, r.Name)
+				k.diags.Errorf(p.Doc.Pos(r.node), CodeRefSubgraph, "pipeline %q contains itself through subgraph %q", name, r.Name)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.declares(na
 // value that is not written (a default the node type presets) is reported
 // at the node's type.
 func (c *NodeCheck) Errorf(path, format string, args ...any) *Diagnostic {
-	return c.pc.diags.Errorf(c.pc.where(valueAt(mapGet(c.pc.node.value, "with"), path)), format, args...)
+	return c.pc.diags.Errorf(c.pc.where(valueAt(mapGet(c.pc.node.value, "with"), path)), CodeNodeConfig, format, args...)
 }
 
 // valueAt follows a dotted path of keys and indexes down from n; it

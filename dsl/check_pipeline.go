@@ -74,7 +74,7 @@ func (pc *pipelineCheck) state() {
 		if def := mapGet(v, "default"); def != nil {
 			f.Default = runner.NormalizeJSON(toJSON(def))
 			if !conforms(f.Default, f.Type) {
-				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
+				pc.diags.Errorf(pc.d.Pos(def), CodeStateDefault, "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
 			}
 			pc.enumDefault(f, def, mapGet(v, "enum"))
 		}
@@ -96,7 +96,7 @@ func (pc *pipelineCheck) enumDefault(f *Field, def, enum *yaml.Node) {
 		}
 		values = append(values, quoteValue(e))
 	}
-	pc.diags.Errorf(pc.d.Pos(def), "default of %q is %s, which is not one of its enum values [%s]", f.Name, quoteValue(def), strings.Join(values, ", ")).Hint =
+	pc.diags.Errorf(pc.d.Pos(def), CodeStateDefault, "default of %q is %s, which is not one of its enum values [%s]", f.Name, quoteValue(def), strings.Join(values, ", ")).Hint =
 		hintOr(didYouMean(scalarValue(def), scalarValues(items(enum))), "add it to enum:, or change the default")
 }
 
@@ -109,10 +109,10 @@ func (pc *pipelineCheck) inputFields() {
 		case pc.bad(v) || pc.p.State.Fields == nil:
 			// the schema reported it
 		case st == nil:
-			pc.diags.Errorf(pc.d.Pos(key), "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
+			pc.diags.Errorf(pc.d.Pos(key), CodeInputField, "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
 				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state:, where the input initialises it")
 		case !sameType(in, st):
-			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
+			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), CodeInputField, "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
 		}
 	})
 }
@@ -141,7 +141,7 @@ func (pc *pipelineCheck) reducer(f *Field, n *yaml.Node) {
 			return
 		}
 	}
-	pc.diags.Errorf(pc.d.Pos(n), "reducer %q does not fit a field of type %s", f.Reducer, f.Type)
+	pc.diags.Errorf(pc.d.Pos(n), CodeStateReducer, "reducer %q does not fit a field of type %s", f.Reducer, f.Type)
 }
 
 // env returns the environment of the pipeline's expressions with extra
@@ -225,13 +225,13 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 		return
 	}
 	if next.Kind == yaml.ScalarNode {
-		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next)}}
+		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next), end: endOf(pc.d.File, next)}}
 		return
 	}
 	var always *Route // the first route without when
 	for _, r := range items(next) {
 		to := mapGet(r, "to")
-		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to)}
+		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to), end: endOf(pc.d.File, to)}
 		if w := mapGet(r, "when"); w != nil {
 			route.When = &Condition{Expression{node: w}}
 			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
@@ -249,11 +249,11 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 // always matches first: the route at r can never be taken.
 func (pc *pipelineCheck) deadRoute(n *Node, r *yaml.Node, route, always *Route) {
 	if route.When == nil {
-		pc.diags.Errorf(pc.d.Pos(r), "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
+		pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
 			n.Name, always.To, always.Pos.Line, route.To).Hint = "give one of them a condition, or remove one"
 		return
 	}
-	pc.diags.Errorf(pc.d.Pos(r), "the route to %q can never be taken: the route to %q before it has no when and always matches",
+	pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "the route to %q can never be taken: the route to %q before it has no when and always matches",
 		route.To, always.To).Hint = "move the route without when to the end of the list"
 }
 
@@ -286,7 +286,7 @@ func (pc *pipelineCheck) visitField(f *FieldRef) {
 		return
 	}
 	msg := fmt.Sprintf("%s node %q writes state field %q, which is not declared", pc.node.Type, pc.node.Name, f.Name)
-	d := pc.diags.Errorf(pc.where(f.node), "%s", msg)
+	d := pc.diags.Errorf(pc.where(f.node), CodeRefUndeclared, "%s", msg)
 	if d.Hint = didYouMean(f.Name, pc.p.State.FieldNames()); d.Hint == "" {
 		d.Hint = "declare it under state:"
 	}

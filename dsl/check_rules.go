@@ -78,7 +78,7 @@ func (k *check) ruleSet(d *Document) {
 		}
 		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r)}
 		if keys[rule.Key] {
-			k.diags.Errorf(d.Pos(mapGet(r, "key")), "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
+			k.diags.Errorf(d.Pos(mapGet(r, "key")), CodeRefDuplicate, "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
 		}
 		keys[rule.Key] = true
 		env := k.ruleEnv(rs.State, rule.On)
@@ -89,7 +89,7 @@ func (k *check) ruleSet(d *Document) {
 		pairs(mapGet(r, "do"), func(key, v *yaml.Node) {
 			rule.Action = key.Value
 			if !slices.Contains(actionsOn[rule.On], rule.Action) {
-				k.diags.Errorf(d.Pos(key), "%s cannot be taken on %s", rule.Action, rule.On).Hint =
+				k.diags.Errorf(d.Pos(key), CodeRuleAction, "%s cannot be taken on %s", rule.Action, rule.On).Hint =
 					"on " + rule.On + " a rule can: " + strings.Join(actionsOn[rule.On], ", ")
 			}
 			k.action(d, rs, rule, v, lang, env)
@@ -140,7 +140,7 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 		rule.Set = map[string]*Expression{}
 		pairs(v, func(f, e *yaml.Node) {
 			if !rs.State.declares(f.Value) {
-				k.diags.Errorf(d.Pos(f), "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
+				k.diags.Errorf(d.Pos(f), CodeRefUndeclared, "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
 					hintOr(didYouMean(f.Value, rs.State.FieldNames()), "declare it under the rule set's state:")
 			}
 			rule.Set[f.Value] = &Expression{Program: k.compile(d, e, lang, env, nil), node: e}
@@ -160,9 +160,9 @@ func (k *check) bindRules(d *Document, n *yaml.Node, rsName string, p *Pipeline)
 		got, ok := p.State.Fields[f]
 		switch {
 		case !ok:
-			k.diags.Errorf(d.Pos(n), "rule set %q needs state field %q (%s), which pipeline %q does not declare", rsName, f, want, p.Name)
+			k.diags.Errorf(d.Pos(n), CodeRefStateBinding, "rule set %q needs state field %q (%s), which pipeline %q does not declare", rsName, f, want, p.Name)
 		case !sameType(got, want):
-			k.diags.Errorf(d.Pos(n), "rule set %q needs state field %q as %s, but pipeline %q declares it as %s", rsName, f, want, p.Name, got)
+			k.diags.Errorf(d.Pos(n), CodeRefStateBinding, "rule set %q needs state field %q as %s, but pipeline %q declares it as %s", rsName, f, want, p.Name, got)
 		}
 	}
 }

@@ -29,11 +29,11 @@ func (k *check) decode(d *Document, n *yaml.Node, v any, what string) bool {
 	}
 	found := false
 	locateDecodeErrors(n, reflect.TypeOf(v).Elem(), what, func(at *yaml.Node, msg string) {
-		k.diags.Errorf(d.Pos(at), "%s", msg)
+		k.diags.Errorf(d.Pos(at), CodeSchemaValue, "%s", msg)
 		found = true
 	})
 	if !found { // not expected: the walk mirrors the decoder
-		k.diags.Errorf(d.Pos(n), "%s: %s", what, cleanDecodeError(err))
+		k.diags.Errorf(d.Pos(n), CodeSchemaValue, "%s: %s", what, cleanDecodeError(err))
 	}
 	return false
 }

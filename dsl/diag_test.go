@@ -1,7 +1,10 @@
 package dsl_test
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/runner-dev/runner/dsl"
@@ -109,5 +112,44 @@ rules:
 				}
 			}
 		})
+	}
+}
+
+// TestDiagnosticCodes: every diagnostic the invalid corpus produces
+// carries one of the documented codes, and each code is documented once.
+func TestDiagnosticCodes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range dsl.Codes {
+		if seen[c.Code] || c.Meaning == "" || !regexp.MustCompile(`^[a-z]+\.[a-z-]+$`).MatchString(c.Code) {
+			t.Errorf("code %q is listed twice, without a meaning, or not as phase.name", c.Code)
+		}
+		seen[c.Code] = true
+	}
+	c := newChecker(t)
+	files, _ := filepath.Glob("testdata/invalid/*.yaml")
+	used := map[string]bool{}
+	for _, file := range files {
+		docs, diags := dsl.Load(file)
+		_, more := c.Check(docs)
+		for _, d := range append(diags, more...) {
+			if !dsl.KnownCode(d.Code) {
+				t.Errorf("%s: diagnostic without a documented code (got %q)", d.Error(), d.Code)
+			}
+			used[d.Code] = true
+		}
+	}
+	t.Logf("the invalid corpus uses %d of %d codes", len(used), len(dsl.Codes))
+}
+
+// TestCodesDocumented: the README's table lists every code.
+func TestCodesDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range dsl.Codes {
+		if !strings.Contains(string(readme), "| `"+c.Code+"` |") {
+			t.Errorf("README.md does not list code %s", c.Code)
+		}
 	}
 }

@@ -217,6 +217,7 @@ type Route struct {
 	When *Condition
 	To   string
 	Pos  Pos
+	end  Pos // where the target's name ends, when known
 }
 
 // Retry is a node's retry policy.

@@ -201,33 +201,43 @@ func isShapeError(e *jsonschema.ValidationError) bool {
 func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Diagnostics) {
 	n := walk(d.Root, e.InstanceLocation)
 	where := at(e.InstanceLocation)
+	first := len(*diags)
+	defer func() { // the value's extent, when it is one plain scalar
+		for i := first; i < len(*diags); i++ {
+			if dg := &(*diags)[i]; dg.End == (Pos{}) && dg.Pos == d.Pos(n) {
+				dg.End = endOf(d.File, n)
+			}
+		}
+	}()
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		cands := s.properties(e.SchemaURL)
 		for _, p := range k.Properties {
-			diags.Errorf(d.Pos(mapKey(n, p)), "unknown field %q%s", p, where).Hint = didYouMean(p, cands)
+			key := mapKey(n, p)
+			dg := diags.Errorf(d.Pos(key), CodeSchemaUnknownField, "unknown field %q%s", p, where)
+			dg.Hint, dg.End = didYouMean(p, cands), endOf(d.File, key)
 		}
 	case *kind.Required:
 		for _, p := range k.Missing {
-			diags.Errorf(d.Pos(n), "missing required field %q%s", p, where)
+			diags.Errorf(d.Pos(n), CodeSchemaMissingField, "missing required field %q%s", p, where)
 		}
 	case *kind.Type:
-		diags.Errorf(d.Pos(n), "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
+		diags.Errorf(d.Pos(n), CodeSchemaType, "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
 	case *kind.Enum:
-		dg := diags.Errorf(d.Pos(n), "%s is not one of %s%s", quoteValue(n), joinAny(k.Want), where)
+		dg := diags.Errorf(d.Pos(n), CodeSchemaEnum, "%s is not one of %s%s", quoteValue(n), joinAny(k.Want), where)
 		dg.Hint = didYouMean(scalarValue(n), strs(k.Want))
 	case *kind.Const:
-		diags.Errorf(d.Pos(n), "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
+		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
 	case *kind.OneOf, *kind.AnyOf:
 		shapes := s.shapes(e)
-		dg := diags.Errorf(d.Pos(n), "%s has the wrong shape%s: %s", describe(n), where, shapes)
+		dg := diags.Errorf(d.Pos(n), CodeSchemaType, "%s has the wrong shape%s: %s", describe(n), where, shapes)
 		if n.Kind == yaml.MappingNode && strings.Contains(shapes, "a string") {
 			dg.Hint = `YAML reads "key: value" inside a plain string as a mapping; quote the value`
 		}
 	case *kind.Pattern:
-		diags.Errorf(d.Pos(n), "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
+		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
 	default:
-		diags.Errorf(d.Pos(n), "%s%s", e.ErrorKind.LocalizedString(printer), where)
+		diags.Errorf(d.Pos(n), CodeSchemaValue, "%s%s", e.ErrorKind.LocalizedString(printer), where)
 	}
 }
 
