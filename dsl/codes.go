@@ -59,6 +59,10 @@ const (
 	CodeRuleAction = "rule.action"
 	CodeModelAgent = "model.agent"
 	CodeURL        = "url.invalid"
+
+	// compile: what Checker.Compile refuses
+	CodeCompileBuild = "compile.build"
+	CodeCompileModel = "compile.model"
 )
 
 // Codes lists every diagnostic code with what it means, in the order above.
@@ -104,6 +108,8 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeRuleAction, "an action its trigger does not allow"},
 	{CodeModelAgent, "the agent's model called where no agent gives one"},
 	{CodeURL, "an http tool's url or a model's base_url refused"},
+	{CodeCompileBuild, "a node, tool or rule that cannot be built for this run"},
+	{CodeCompileModel, "a model that cannot be reached for this run: no API key, no script"},
 }
 
 // KnownCode reports whether code is one of Codes.
