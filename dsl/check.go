@@ -32,7 +32,8 @@ type check struct {
 	// byKind indexes every document with a name, schema-valid or not, so a
 	// reference to a broken document is not also reported as unknown.
 	byKind map[string]map[string]*Document
-	valid  map[*Document]bool
+	valid  map[*Document]bool         // whether a document fits its schema
+	faults faults                     // the parts of documents that break their schema
 	used   map[string]map[string]bool // kind -> names referred to
 	proj   *Project
 	envs   map[string]*Env // shared environments, by what they declare
@@ -72,7 +73,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 
 // index validates a document's schema and records its name.
 func (k *check) index(d *Document) {
-	k.valid[d] = k.schemas.validate(d, &k.diags)
+	k.valid[d] = k.schemas.validate(d, &k.diags, &k.faults)
 	if d.Kind == "" || d.Name == "" {
 		return
 	}
@@ -82,25 +83,36 @@ func (k *check) index(d *Document) {
 		k.byKind[d.Kind] = names
 	}
 	if prev, dup := names[d.Name]; dup {
-		k.diags.Errorf(d.Pos(mapGet(d.Get("metadata"), "name")),
+		k.diags.Errorf(d.Pos(mapGet(d.Get("metadata"), "name")), CodeRefDuplicate,
 			"duplicate %s %q (first defined at %s)", d.Kind, d.Name, prev.Pos(mapGet(prev.Get("metadata"), "name")))
 		return
 	}
 	names[d.Name] = d
 }
 
-// checkKind runs f on every schema-valid document of kind, in file order.
+// checkKind runs f on every document of kind, in file order, whether or
+// not it fits its schema: the checks skip the parts that do not (see bad),
+// so one error never hides another.
 func (k *check) checkKind(kind string, f func(*Document)) {
 	for _, d := range k.proj.Docs {
-		if d.Kind == kind && k.valid[d] && k.byKind[kind][d.Name] == d {
+		if d.Kind == kind && k.byKind[kind][d.Name] == d {
 			f(d)
 		}
 	}
 }
 
-// ref checks that n names a document of kind and marks it used.
+// bad reports whether the value n holds a schema error, or lies inside or
+// around one: the schema reported it, and the checks skip it rather than
+// report what follows from it.
+func (k *check) bad(n *yaml.Node) bool { return n != nil && k.faults.broken[n] }
+
+// lacks reports whether the schema reported mapping m missing field.
+func (k *check) lacks(m *yaml.Node, field string) bool { return k.faults.missing[m][field] }
+
+// ref checks that n names a document of kind and marks it used. A value
+// that is not a name was reported by the schema.
 func (k *check) ref(d *Document, n *yaml.Node, kind, what string) bool {
-	if n == nil {
+	if n == nil || n.Kind != yaml.ScalarNode || k.bad(n) {
 		return false
 	}
 	name := n.Value
@@ -111,7 +123,8 @@ func (k *check) ref(d *Document, n *yaml.Node, kind, what string) bool {
 	if _, ok := k.byKind[kind][name]; ok {
 		return true
 	}
-	k.diags.Errorf(d.Pos(n), "unknown %s %q", what, name).Hint = didYouMean(name, k.names(kind))
+	dg := k.diags.Errorf(d.Pos(n), CodeRefUnknown, "unknown %s %q", what, name)
+	dg.Hint, dg.End = didYouMean(name, k.names(kind)), endOf(d.File, n)
 	return false
 }
 
@@ -137,8 +150,8 @@ func (k *check) names(kind string) []string {
 }
 
 // unused warns about documents of kind that nothing refers to. It says
-// nothing while a document is skipped for schema errors: its references
-// are unknown.
+// nothing while a document has schema errors: the references in the parts
+// it refused are unknown.
 func (k *check) unused(kind, what string) {
 	for _, ok := range k.valid {
 		if !ok {
@@ -148,15 +161,16 @@ func (k *check) unused(kind, what string) {
 	for _, name := range k.names(kind) {
 		if !k.used[kind][name] {
 			d := k.byKind[kind][name]
-			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), "%s %q is not used by any agent, skill, pipeline or test", what, name)
+			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), CodeRefUnused, "%s %q is not used by any agent, skill, pipeline or test", what, name)
 		}
 	}
 }
 
-// docLang returns the document's default expression language.
+// docLang returns the document's default expression language; one the
+// schema refuses is reported there, and def is used.
 func docLang(d *Document, def Lang) Lang {
-	if l := scalarValue(d.Get("language")); l != "" {
-		return Lang(l)
+	if l := Lang(scalarValue(d.Get("language"))); l == CEL || l == Expr {
+		return l
 	}
 	return def
 }
@@ -170,11 +184,26 @@ func source(d *Document, n *yaml.Node, lang Lang) Source {
 	return Source{Text: n.Value, Lang: lang, File: d.File, Node: n, Src: d.Src}
 }
 
-// compile compiles the expression at n and adds its diagnostics.
+// compile compiles the expression at n and adds its diagnostics. An
+// expression the schema refused is not compiled.
 func (k *check) compile(d *Document, n *yaml.Node, lang Lang, env *Env, want *Type) *Program {
+	if n == nil || k.bad(n) {
+		return nil
+	}
 	p, ds := Compile(source(d, n, lang), env, want)
 	k.diags = append(k.diags, ds...)
 	return p
+}
+
+// template compiles the template at n and adds its diagnostics. A
+// template the schema refused is not compiled.
+func (k *check) template(d *Document, n *yaml.Node, lang Lang, env *Env) *Template {
+	if n == nil || k.bad(n) {
+		return nil
+	}
+	t, ds := CompileTemplate(source(d, n, lang), env)
+	k.diags = append(k.diags, ds...)
+	return t
 }
 
 // typeOf reads a declared type ({type: ..., items: ..., properties: ...}).
@@ -199,15 +228,24 @@ func typeOf(n *yaml.Node) *Type {
 }
 
 // objectOf reads a mapping of declared types as a closed object; a missing
-// mapping is an open object.
-func objectOf(n *yaml.Node) *Type {
-	if n == nil {
+// mapping, or one the schema refused, is an open object. A field the schema
+// refused is of any type, so what reads it is checked without it.
+func (k *check) objectOf(n *yaml.Node) *Type {
+	if n == nil || n.Kind != yaml.MappingNode {
 		return &Type{Kind: Object}
 	}
 	t := ObjectOf(map[string]*Type{})
-	pairs(n, func(k, v *yaml.Node) { t.Fields[k.Value] = typeOf(v) })
+	pairs(n, func(key, v *yaml.Node) {
+		if t.Fields[key.Value] = AnyType; !k.bad(v) {
+			t.Fields[key.Value] = typeOf(v)
+		}
+	})
 	return t
 }
+
+// declares reports whether an object type has field name; an open object
+// has every field.
+func (t *Type) declares(name string) bool { return t.Fields == nil || t.Fields[name] != nil }
 
 // sameType reports whether two declared types agree (Any agrees with all).
 func sameType(a, b *Type) bool {

@@ -53,10 +53,10 @@ func (k *check) budget(d *Document, p *Pipeline) runner.Budget {
 
 // onExceed checks a budget's on_exceed: fail, interrupt or a node name.
 func (k *check) onExceed(d *Document, n *yaml.Node, p *Pipeline) {
-	if n == nil || n.Value == "fail" || n.Value == "interrupt" || p == nil || p.Node(n.Value) != nil {
+	if n == nil || k.bad(n) || n.Value == "fail" || n.Value == "interrupt" || p == nil || p.Node(n.Value) != nil {
 		return
 	}
-	k.diags.Errorf(d.Pos(n), "budget.on_exceed must be fail, interrupt or a node of pipeline %q, not %q", p.Name, n.Value).Hint =
+	k.diags.Errorf(d.Pos(n), CodeRefUnknown, "budget.on_exceed must be fail, interrupt or a node of pipeline %q, not %q", p.Name, n.Value).Hint =
 		didYouMean(n.Value, append(nodeNames(p), "fail", "interrupt"))
 }
 
@@ -76,11 +76,11 @@ func (k *check) tool(d *Document) {
 	if e := d.Get("expr"); e != nil {
 		t.Expr = k.compile(d, e, lang, NewEnv(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
 	}
-	if h := d.Get("http"); h != nil {
+	if h := d.Get("http"); h != nil && !k.bad(h) { // a section with a schema error is skipped whole
 		t.HTTP = k.httpTool(d, h, lang, args)
 	}
-	if b := d.Get("builtin"); b != nil && !slices.Contains(k.reg.builtins, t.Builtin) {
-		k.diags.Errorf(d.Pos(b), "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
+	if b := d.Get("builtin"); b != nil && !k.bad(b) && !slices.Contains(k.reg.builtins, t.Builtin) {
+		k.diags.Errorf(d.Pos(b), CodeRefUnknown, "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
 			"the builtins are: "+strings.Join(k.reg.builtins, ", "))
 	}
 	k.proj.Tools[t.Name] = t
@@ -98,11 +98,7 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 		def.Secrets[key.Value] = v.Value
 	})
 	env := NewEnv(map[string]*Type{"args": args, "secrets": secrets})
-	templ := func(n *yaml.Node) *Template {
-		t, ds := CompileTemplate(source(d, n, lang), env)
-		k.diags = append(k.diags, ds...)
-		return t
-	}
+	templ := func(n *yaml.Node) *Template { return k.template(d, n, lang, env) }
 	def.URL = templ(mapGet(h, "url"))
 	k.httpURL(d, mapGet(h, "url"), def)
 	pairs(mapGet(h, "headers"), func(key, v *yaml.Node) { def.Headers[key.Value] = templ(v) })
@@ -119,7 +115,7 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 // jsonSchema checks that n is a valid JSON Schema whose references stay
 // inside it (see checkSchemaRefs) and returns it decoded.
 func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
-	if n == nil {
+	if n == nil || k.bad(n) {
 		return nil
 	}
 	doc, ok := toJSON(n).(map[string]any)
@@ -129,7 +125,7 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 		return doc
 	}
 	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
-		k.diags.Errorf(d.Pos(n), "not a valid JSON Schema: %v", err)
+		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
 	}
 	return doc
 }
@@ -170,9 +166,7 @@ func (k *check) skill(d *Document) {
 	lang := docLang(d, Expr)
 	env := NewEnv(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
 	for _, c := range items(d.Get("context")) {
-		t, ds := CompileTemplate(source(d, c, lang), env)
-		k.diags = append(k.diags, ds...)
-		s.Context = append(s.Context, t)
+		s.Context = append(s.Context, k.template(d, c, lang, env))
 	}
 	k.proj.Skills[s.Name] = s
 }
@@ -212,8 +206,8 @@ func (k *check) test(d *Document) {
 	}
 	names := append(nodeNames(p), End)
 	for _, n := range items(mapGet(d.Get("expect"), "path")) {
-		if p.Node(n.Value) == nil {
-			k.diags.Errorf(d.Pos(n), "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
+		if !k.bad(n) && p.Node(n.Value) == nil {
+			k.diags.Errorf(d.Pos(n), CodeRefUnknown, "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
 		}
 	}
 	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
@@ -267,12 +261,12 @@ func (k *check) test(d *Document) {
 // reporting each field that does not fit at its own line:col.
 func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
 	n := d.Get("input")
-	if n == nil {
+	if n == nil || k.bad(n) {
 		return nil
 	}
 	input, problems := p.checkInput(runner.NormalizeJSON(toJSON(n)))
 	for _, pr := range problems {
-		k.diags.Errorf(d.Pos(pr.node(n)), "%s", pr.Text()).Hint = pr.Hint
+		k.diags.Errorf(d.Pos(pr.node(n)), CodeInputType, "%s", pr.Text()).Hint = pr.Hint
 	}
 	return input
 }
@@ -296,7 +290,7 @@ func (k *check) subgraphCycles() {
 	for name, p := range k.proj.Pipelines {
 		for _, r := range deps[name] {
 			if pipelineReaches(deps, r.Name, name, map[string]bool{}) {
-				k.diags.Errorf(p.Doc.Pos(r.node), "pipeline %q contains itself through subgraph %q", name, r.Name)
+				k.diags.Errorf(p.Doc.Pos(r.node), CodeRefSubgraph, "pipeline %q contains itself through subgraph %q", name, r.Name)
 			}
 		}
 	}

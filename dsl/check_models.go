@@ -39,7 +39,7 @@ func (k *check) agentModel(d *Document, at *yaml.Node, a *Agent, p *Pipeline) {
 	if a.Model != "" || p == nil || p.AgentModel == nil {
 		return
 	}
-	k.diags.Errorf(d.Pos(at), "agent %q has no model, and node %q (%s) calls the agent's model", a.Name, p.AgentModel.Name, p.AgentModel.Pos).Hint =
+	k.diags.Errorf(d.Pos(at), CodeModelAgent, "agent %q has no model, and node %q (%s) calls the agent's model", a.Name, p.AgentModel.Name, p.AgentModel.Pos).Hint =
 		"set model: on the agent, or on the node"
 }
 
@@ -49,13 +49,13 @@ func (k *check) testModel(d *Document, at *yaml.Node, p *Pipeline) {
 	if p.AgentModel == nil {
 		return
 	}
-	k.diags.Errorf(d.Pos(at), "pipeline %q cannot run on its own: node %q (%s) calls the agent's model", p.Name, p.AgentModel.Name, p.AgentModel.Pos).Hint =
+	k.diags.Errorf(d.Pos(at), CodeModelAgent, "pipeline %q cannot run on its own: node %q (%s) calls the agent's model", p.Name, p.AgentModel.Name, p.AgentModel.Pos).Hint =
 		"test it through an agent (agent: NAME), or set model: on the node"
 }
 
 // modelsWithoutAgent warns about nodes that call the agent's model in
 // pipelines no agent runs, directly or as a subgraph: they cannot run.
-// It says nothing while a document is skipped for schema errors.
+// It says nothing while a document has schema errors.
 func (k *check) modelsWithoutAgent() {
 	for _, ok := range k.valid {
 		if !ok {
@@ -69,7 +69,7 @@ func (k *check) modelsWithoutAgent() {
 	for _, name := range sortedNames(k.proj.Pipelines) {
 		p := k.proj.Pipelines[name]
 		if n := p.ownAgentModel; n != nil && !run[name] {
-			k.diags.Warnf(p.Doc.Pos(mapGet(n.value, "type")), "node %q calls the agent's model, and no agent runs pipeline %q", n.Name, name).Hint =
+			k.diags.Warnf(p.Doc.Pos(mapGet(n.value, "type")), CodeModelAgent, "node %q calls the agent's model, and no agent runs pipeline %q", n.Name, name).Hint =
 				"set model: on the node, or run the pipeline through an agent that has a model"
 		}
 	}

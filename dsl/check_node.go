@@ -15,14 +15,14 @@ type NodeCheck struct {
 }
 
 // HasField reports whether the node's pipeline declares a state field.
-func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.Fields[name] != nil }
+func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.declares(name) }
 
 // Errorf reports an error at the value path names in with:, its keys and
 // list indexes joined by dots ("pattern", "patterns.1", "llm.model"). A
 // value that is not written (a default the node type presets) is reported
 // at the node's type.
 func (c *NodeCheck) Errorf(path, format string, args ...any) *Diagnostic {
-	return c.pc.diags.Errorf(c.pc.where(valueAt(mapGet(c.pc.node.value, "with"), path)), format, args...)
+	return c.pc.diags.Errorf(c.pc.where(valueAt(mapGet(c.pc.node.value, "with"), path)), CodeNodeConfig, format, args...)
 }
 
 // valueAt follows a dotted path of keys and indexes down from n; it

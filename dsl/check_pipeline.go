@@ -30,38 +30,52 @@ func (k *check) pipeline(d *Document) {
 	p := &Pipeline{Doc: d, Name: d.Name, Lang: docLang(d, Expr), Start: scalarValue(d.Get("start"))}
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
-	p.Input = objectOf(d.Get("input"))
+	p.Input = k.objectOf(d.Get("input"))
 	pc.inputFields()
-	if lim := d.Get("limits"); lim != nil {
-		pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
-		pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
-	}
-	pairs(d.Get("nodes"), func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
+	lim := d.Get("limits")
+	pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
+	pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
+	nodes := d.Get("nodes")
+	pairs(nodes, func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {
 		if p.Output == nil {
 			p.Output = map[string]*Expression{}
 		}
 		p.Output[key.Value] = &Expression{Program: pc.compile(d, v, p.Lang, pc.env(nil), nil), node: v}
 	})
-	pc.graph()
+	if nodes != nil && nodes.Kind == yaml.MappingNode { // else the schema reported it
+		pc.graph()
+	}
 	p.Budget = k.budget(d, p)
 	k.proj.Pipelines[p.Name] = p
 }
 
-// state reads the declared state fields.
+// state reads the declared state fields. A field the schema refused is of
+// any type, and a state: that is not a mapping is an open object, so the
+// expressions that read them are checked without them.
 func (pc *pipelineCheck) state() {
+	if st := pc.d.Get("state"); st != nil && st.Kind != yaml.MappingNode {
+		pc.p.State = &Type{Kind: Object}
+		return
+	}
 	fields := map[string]*Type{}
 	pairs(pc.d.Get("state"), func(key, v *yaml.Node) {
 		f := &Field{Name: key.Value, Type: typeOf(v), Reducer: scalarValue(mapGet(v, "reducer")), Pos: pc.d.Pos(key),
 			PerTurn: scalarValue(mapGet(v, "per_turn")) == "true"}
-		if f.Reducer == "" {
+		if f.Reducer == "" || pc.bad(v) {
 			f.Reducer = "replace"
+		}
+		if pc.bad(v) {
+			f.Type = AnyType
+			fields[f.Name] = f.Type
+			pc.p.Fields = append(pc.p.Fields, f)
+			return
 		}
 		pc.reducer(f, mapGet(v, "reducer"))
 		if def := mapGet(v, "default"); def != nil {
 			f.Default = runner.NormalizeJSON(toJSON(def))
 			if !conforms(f.Default, f.Type) {
-				pc.diags.Errorf(pc.d.Pos(def), "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
+				pc.diags.Errorf(pc.d.Pos(def), CodeStateDefault, "default of %q must be %s, got %s", f.Name, f.Type, describe(def))
 			}
 			pc.enumDefault(f, def, mapGet(v, "enum"))
 		}
@@ -83,7 +97,7 @@ func (pc *pipelineCheck) enumDefault(f *Field, def, enum *yaml.Node) {
 		}
 		values = append(values, quoteValue(e))
 	}
-	pc.diags.Errorf(pc.d.Pos(def), "default of %q is %s, which is not one of its enum values [%s]", f.Name, quoteValue(def), strings.Join(values, ", ")).Hint =
+	pc.diags.Errorf(pc.d.Pos(def), CodeStateDefault, "default of %q is %s, which is not one of its enum values [%s]", f.Name, quoteValue(def), strings.Join(values, ", ")).Hint =
 		hintOr(didYouMean(scalarValue(def), scalarValues(items(enum))), "add it to enum:, or change the default")
 }
 
@@ -93,11 +107,13 @@ func (pc *pipelineCheck) inputFields() {
 	pairs(pc.d.Get("input"), func(key, v *yaml.Node) {
 		in, st := pc.p.Input.Fields[key.Value], pc.p.State.Fields[key.Value]
 		switch {
+		case pc.bad(v) || pc.p.State.Fields == nil:
+			// the schema reported it
 		case st == nil:
-			pc.diags.Errorf(pc.d.Pos(key), "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
+			pc.diags.Errorf(pc.d.Pos(key), CodeInputField, "input field %q has no state field of that name; a run with it would be refused", key.Value).Hint =
 				hintOr(didYouMean(key.Value, pc.p.State.FieldNames()), "declare it under state:, where the input initialises it")
 		case !sameType(in, st):
-			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
+			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), CodeInputField, "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
 		}
 	})
 }
@@ -126,7 +142,7 @@ func (pc *pipelineCheck) reducer(f *Field, n *yaml.Node) {
 			return
 		}
 	}
-	pc.diags.Errorf(pc.d.Pos(n), "reducer %q does not fit a field of type %s", f.Reducer, f.Type)
+	pc.diags.Errorf(pc.d.Pos(n), CodeStateReducer, "reducer %q does not fit a field of type %s", f.Reducer, f.Type)
 }
 
 // env returns the environment of the pipeline's expressions with extra
@@ -145,18 +161,29 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	return e
 }
 
-// nodeDecl reads one node: type, with:, routes, timeout and retry.
+// nodeDecl reads one node: type, with:, routes, timeout and retry. A node
+// with a schema error is still a node (routes to it are not unknown); its
+// routes are read unless they hold the error, and its type and with: are
+// checked only when neither they nor an unknown field of the node does.
 func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
 		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
 	pc.p.Nodes = append(pc.p.Nodes, n)
+	if pc.bad(mapGet(v, "on_error")) {
+		n.OnError = ""
+	}
 	at := "nodes." + n.Name
 	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
 		n.Retry = &Retry{MaxAttempts: 1}
 		pc.decode(pc.d, r, n.Retry, at+".retry")
 	}
-	pc.routes(n, mapGet(v, "next"))
+	if n.opaque = v.Kind != yaml.MappingNode || pc.bad(mapGet(v, "next")); !n.opaque {
+		pc.routes(n, mapGet(v, "next"))
+	}
+	if pc.configBroken(v) {
+		return
+	}
 	nt, ok := pc.reg.Lookup(n.Type)
 	if !ok {
 		return // the schema's enum reported it
@@ -172,19 +199,40 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	}
 }
 
+// configBroken reports whether a schema error makes a node's type and
+// with: unknowable: one in them, in a field the node does not have (a
+// misspelt with:), or a missing type.
+func (pc *pipelineCheck) configBroken(v *yaml.Node) bool {
+	if !pc.bad(v) {
+		return false
+	}
+	if v.Kind != yaml.MappingNode || pc.lacks(v, "type") {
+		return true
+	}
+	broken := false
+	pairs(v, func(key, val *yaml.Node) {
+		switch key.Value {
+		case "next", "on_error", "timeout", "retry", "description":
+		default:
+			broken = broken || pc.bad(val)
+		}
+	})
+	return broken
+}
+
 // routes reads a node's next: a name, or a list of {when, to}.
 func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 	if next == nil {
 		return
 	}
 	if next.Kind == yaml.ScalarNode {
-		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next)}}
+		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next), end: endOf(pc.d.File, next)}}
 		return
 	}
 	var always *Route // the first route without when
 	for _, r := range items(next) {
 		to := mapGet(r, "to")
-		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to)}
+		route := &Route{To: scalarValue(to), Pos: pc.d.Pos(to), end: endOf(pc.d.File, to)}
 		if w := mapGet(r, "when"); w != nil {
 			route.When = &Condition{Expression{node: w}}
 			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
@@ -202,11 +250,11 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 // always matches first: the route at r can never be taken.
 func (pc *pipelineCheck) deadRoute(n *Node, r *yaml.Node, route, always *Route) {
 	if route.When == nil {
-		pc.diags.Errorf(pc.d.Pos(r), "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
+		pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
 			n.Name, always.To, always.Pos.Line, route.To).Hint = "give one of them a condition, or remove one"
 		return
 	}
-	pc.diags.Errorf(pc.d.Pos(r), "the route to %q can never be taken: the route to %q before it has no when and always matches",
+	pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "the route to %q can never be taken: the route to %q before it has no when and always matches",
 		route.To, always.To).Hint = "move the route without when to the end of the list"
 }
 
@@ -227,9 +275,7 @@ func (pc *pipelineCheck) visitExpression(e *Expression, want *Type, vars []strin
 
 func (pc *pipelineCheck) visitTemplate(t *TemplateText, vars []string) {
 	if t.node != nil {
-		var ds Diagnostics
-		t.Template, ds = CompileTemplate(source(pc.d, t.node, pc.p.Lang), pc.env(vars))
-		pc.diags = append(pc.diags, ds...)
+		t.Template = pc.template(pc.d, t.node, pc.p.Lang, pc.env(vars))
 	}
 }
 
@@ -237,11 +283,11 @@ func (pc *pipelineCheck) visitField(f *FieldRef) {
 	if f.Name == "" {
 		return
 	}
-	if _, ok := pc.p.State.Fields[f.Name]; ok {
+	if pc.p.State.declares(f.Name) {
 		return
 	}
 	msg := fmt.Sprintf("%s node %q writes state field %q, which is not declared", pc.node.Type, pc.node.Name, f.Name)
-	d := pc.diags.Errorf(pc.where(f.node), "%s", msg)
+	d := pc.diags.Errorf(pc.where(f.node), CodeRefUndeclared, "%s", msg)
 	if d.Hint = didYouMean(f.Name, pc.p.State.FieldNames()); d.Hint == "" {
 		d.Hint = "declare it under state:"
 	}

@@ -68,14 +68,17 @@ var actionsOn = map[string][]string{
 // ruleSet checks a RuleSet: each condition against its trigger's variables
 // and the state the rule set declares, each action's parameters.
 func (k *check) ruleSet(d *Document) {
-	rs := &RuleSet{Doc: d, Name: d.Name, State: objectOf(d.Get("state")), Platform: scalarValue(d.Get("scope")) == "platform",
+	rs := &RuleSet{Doc: d, Name: d.Name, State: k.objectOf(d.Get("state")), Platform: scalarValue(d.Get("scope")) == "platform",
 		Tenant: scalarValue(d.Get("tenant"))}
 	lang := docLang(d, CEL)
 	keys := map[string]bool{}
 	for _, r := range items(d.Get("rules")) {
+		if k.bad(r) {
+			continue // a rule with a schema error is not checked further
+		}
 		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r)}
 		if keys[rule.Key] {
-			k.diags.Errorf(d.Pos(mapGet(r, "key")), "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
+			k.diags.Errorf(d.Pos(mapGet(r, "key")), CodeRefDuplicate, "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
 		}
 		keys[rule.Key] = true
 		env := k.ruleEnv(rs.State, rule.On)
@@ -86,7 +89,7 @@ func (k *check) ruleSet(d *Document) {
 		pairs(mapGet(r, "do"), func(key, v *yaml.Node) {
 			rule.Action = key.Value
 			if !slices.Contains(actionsOn[rule.On], rule.Action) {
-				k.diags.Errorf(d.Pos(key), "%s cannot be taken on %s", rule.Action, rule.On).Hint =
+				k.diags.Errorf(d.Pos(key), CodeRuleAction, "%s cannot be taken on %s", rule.Action, rule.On).Hint =
 					"on " + rule.On + " a rule can: " + strings.Join(actionsOn[rule.On], ", ")
 			}
 			k.action(d, rs, rule, v, lang, env)
@@ -117,12 +120,7 @@ func (k *check) ruleEnv(state *Type, trigger string) *Env {
 // rule's variables, set writes declared fields.
 func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang Lang, env *Env) {
 	text := func(n *yaml.Node) *Template {
-		if n == nil {
-			return nil
-		}
-		t, ds := CompileTemplate(source(d, n, lang), env)
-		k.diags = append(k.diags, ds...)
-		return t
+		return k.template(d, n, lang, env)
 	}
 	switch rule.Action {
 	case runner.ActNote:
@@ -141,8 +139,8 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 	case runner.ActSet:
 		rule.Set = map[string]*Expression{}
 		pairs(v, func(f, e *yaml.Node) {
-			if _, ok := rs.State.Fields[f.Value]; !ok {
-				k.diags.Errorf(d.Pos(f), "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
+			if !rs.State.declares(f.Value) {
+				k.diags.Errorf(d.Pos(f), CodeRefUndeclared, "rule %q sets state field %q, which the rule set does not declare", rule.Key, f.Value).Hint =
 					hintOr(didYouMean(f.Value, rs.State.FieldNames()), "declare it under the rule set's state:")
 			}
 			rule.Set[f.Value] = &Expression{Program: k.compile(d, e, lang, env, nil), node: e}
@@ -154,7 +152,7 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 // state field a rule set declares.
 func (k *check) bindRules(d *Document, n *yaml.Node, rsName string, p *Pipeline) {
 	rs := k.proj.RuleSets[rsName]
-	if rs == nil || p == nil {
+	if rs == nil || p == nil || p.State.Fields == nil { // a state the schema refused
 		return
 	}
 	for _, f := range rs.State.FieldNames() {
@@ -162,9 +160,9 @@ func (k *check) bindRules(d *Document, n *yaml.Node, rsName string, p *Pipeline)
 		got, ok := p.State.Fields[f]
 		switch {
 		case !ok:
-			k.diags.Errorf(d.Pos(n), "rule set %q needs state field %q (%s), which pipeline %q does not declare", rsName, f, want, p.Name)
+			k.diags.Errorf(d.Pos(n), CodeRefStateBinding, "rule set %q needs state field %q (%s), which pipeline %q does not declare", rsName, f, want, p.Name)
 		case !sameType(got, want):
-			k.diags.Errorf(d.Pos(n), "rule set %q needs state field %q as %s, but pipeline %q declares it as %s", rsName, f, want, p.Name, got)
+			k.diags.Errorf(d.Pos(n), CodeRefStateBinding, "rule set %q needs state field %q as %s, but pipeline %q declares it as %s", rsName, f, want, p.Name, got)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (k *check) httpURL(d *Document, n *yaml.Node, def *HTTPDef) {
 		return
 	}
 	if err := checkScheme(strings.ToLower(scheme)); err != nil {
-		k.diags.Errorf(src.PosAt(0), "url: %v", err).Hint = "start the URL with https:// or http://"
+		k.diags.Errorf(src.PosAt(0), CodeURL, "url: %v", err).Hint = "start the URL with https:// or http://"
 		return
 	}
 	host, ok := literalHost(rest, whole)
@@ -82,7 +82,7 @@ func (k *check) httpURL(d *Document, n *yaml.Node, def *HTTPDef) {
 		err = def.CheckURL(u)
 	}
 	if err != nil {
-		k.diags.Errorf(at, "url: %v", err).Hint = "add the host to allow_hosts, or call a host it names"
+		k.diags.Errorf(at, CodeURL, "url: %v", err).Hint = "add the host to allow_hosts, or call a host it names"
 	}
 }
 
@@ -130,13 +130,13 @@ func literalHost(rest string, whole bool) (string, bool) {
 
 // baseURL checks a Model's base_url: an absolute http or https URL.
 func (k *check) baseURL(d *Document, n *yaml.Node) {
-	if n == nil {
+	if n == nil || k.bad(n) {
 		return
 	}
 	u, err := url.Parse(n.Value)
 	if err == nil && checkScheme(u.Scheme) == nil && u.Host != "" {
 		return
 	}
-	k.diags.Errorf(d.Pos(n), "base_url %q is not an http or https URL", n.Value).Hint =
+	k.diags.Errorf(d.Pos(n), CodeURL, "base_url %q is not an http or https URL", n.Value).Hint =
 		"write it with its scheme and host, e.g. http://localhost:11434/v1"
 }

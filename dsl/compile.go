@@ -3,6 +3,7 @@ package dsl
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,7 +53,7 @@ func (b *Build) Model(name string) (*Model, error) {
 		name = b.Agent.Model
 	}
 	if name == "" {
-		return nil, fmt.Errorf("no model: set model: on the node, or run the pipeline through an agent that has one")
+		return nil, &codedError{CodeCompileModel, errors.New("no model: set model: on the node, or run the pipeline through an agent that has one")}
 	}
 	return b.c.model(name)
 }
@@ -100,6 +101,10 @@ type graphCompiler struct {
 // Compile compiles the pipeline called name, with the pipelines it runs as
 // subgraphs and the tools it calls. The project must have checked without
 // errors. The graph is immutable and safe to run for many threads at once.
+// What it refuses depends on how the graph is run (an API key that is not
+// set, a scripted model without a script); it is returned as Diagnostics
+// holding one error, at the node or rule that needed it, with a code of
+// the compile phase.
 func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runner.Graph, error) {
 	cc := &graphCompiler{reg: c.reg, proj: proj, opt: opt, graphs: map[string]*runner.Graph{},
 		tools: map[string]*runner.ToolSpec{}, models: map[string]*Model{}, defs: map[string]string{}}
@@ -136,7 +141,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	}
 	p := c.proj.Pipelines[name]
 	if p == nil {
-		return nil, fmt.Errorf("no pipeline named %q", name)
+		return nil, compileError(Pos{}, CodeRefUnknown, fmt.Errorf("no pipeline named %q", name))
 	}
 	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
 		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
@@ -148,7 +153,11 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	for _, n := range p.Nodes {
 		s, err := c.step(p, n)
 		if err != nil {
-			return nil, fmt.Errorf("%s: node %s: %w", n.Pos, n.Name, err)
+			var ds Diagnostics
+			if errors.As(err, &ds) { // a subgraph's node, reported where it is
+				return nil, err
+			}
+			return nil, compileError(n.Pos, codeOf(err), fmt.Errorf("node %s: %w", n.Name, err))
 		}
 		g.Nodes[n.Name] = s
 	}
@@ -201,7 +210,7 @@ func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
 		err = fmt.Errorf("no tool implementations were given to the compiler")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: %w", name, err)
+		return nil, &codedError{CodeCompileBuild, fmt.Errorf("tool %s: %w", name, err)}
 	}
 	c.tools[name] = spec
 	c.defs[KindTool+"/"+name] = hashDoc(def.Doc)
@@ -221,7 +230,7 @@ func (c *graphCompiler) model(name string) (*Model, error) {
 	}
 	p, err := c.opt.Provider(def)
 	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", name, err)
+		return nil, &codedError{CodeCompileModel, fmt.Errorf("model %s: %w", name, err)}
 	}
 	m := &Model{Def: def, Provider: p}
 	c.models[name] = m
@@ -294,4 +303,27 @@ func hashDefs(defs map[string]string) string {
 	sort.Strings(keys)
 	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
 	return hex.EncodeToString(sum[:8])
+}
+
+// codedError is an error of the compile phase that knows its code.
+type codedError struct {
+	code string
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// codeOf returns the code of the first codedError in err's chain, else
+// CodeCompileBuild.
+func codeOf(err error) string {
+	if ce := (*codedError)(nil); errors.As(err, &ce) {
+		return ce.code
+	}
+	return CodeCompileBuild
+}
+
+// compileError returns err as Diagnostics holding one error at pos.
+func compileError(pos Pos, code string, err error) Diagnostics {
+	return Diagnostics{{Pos: pos, Severity: Error, Code: code, Message: err.Error()}}
 }

@@ -22,7 +22,7 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 		for _, r := range rs.Rules {
 			rule, err := compileRule(r, scope, skill, rs.Tenant)
 			if err != nil {
-				return fmt.Errorf("%s: rule %s: %w", r.Pos, r.Key, err)
+				return compileError(r.Pos, codeOf(err), fmt.Errorf("rule %s: %w", r.Key, err))
 			}
 			i := slices.IndexFunc(out, func(o *runner.Rule) bool { return o.Key == r.Key && o.Tenant == "" })
 			if i >= 0 && rs.Tenant == "" {

@@ -15,10 +15,13 @@ import (
 // Each value that does not fit — a duration or an integer out of range, a
 // type the schema let through — is reported at its own line:col, named by
 // its path from what (limits.timeout, nodes.x.with). It reports whether
-// everything decoded.
+// everything decoded. A value the schema refused is not decoded.
 func (k *check) decode(d *Document, n *yaml.Node, v any, what string) bool {
 	if n == nil {
 		return true
+	}
+	if k.bad(n) {
+		return false
 	}
 	err := n.Decode(v)
 	if err == nil {
@@ -26,11 +29,11 @@ func (k *check) decode(d *Document, n *yaml.Node, v any, what string) bool {
 	}
 	found := false
 	locateDecodeErrors(n, reflect.TypeOf(v).Elem(), what, func(at *yaml.Node, msg string) {
-		k.diags.Errorf(d.Pos(at), "%s", msg)
+		k.diags.Errorf(d.Pos(at), CodeSchemaValue, "%s", msg)
 		found = true
 	})
 	if !found { // not expected: the walk mirrors the decoder
-		k.diags.Errorf(d.Pos(n), "%s: %s", what, cleanDecodeError(err))
+		k.diags.Errorf(d.Pos(n), CodeSchemaValue, "%s: %s", what, cleanDecodeError(err))
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 )
@@ -15,13 +16,42 @@ const (
 )
 
 // Diagnostic is one problem found in the definitions, at the position of the
-// offending value. Every phase (load, schema, expressions, references, graph)
-// reports through this type.
+// offending value. Every phase (load, schema, expressions, references, graph,
+// compile) reports through this type. Code names the problem's class for
+// machines (one of Codes); End, when set, is where the offending text ends
+// (its line and the column just past it).
 type Diagnostic struct {
-	Pos      Pos      `json:"pos"`
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-	Hint     string   `json:"hint,omitempty"`
+	Pos      Pos
+	End      Pos
+	Severity Severity
+	Code     string
+	Message  string
+	Hint     string
+}
+
+// lineCol is the end of a diagnostic in JSON: its file is the start's.
+type lineCol struct {
+	Line int `json:"line"`
+	Col  int `json:"col"`
+}
+
+// MarshalJSON renders the diagnostic as runner validate --format json
+// prints it: {"pos": {file, line, col}, "end": {line, col}, "severity",
+// "code", "message", "hint"}, without end when there is none and without
+// hint when it is empty.
+func (d Diagnostic) MarshalJSON() ([]byte, error) {
+	var end *lineCol
+	if d.End.Line > 0 {
+		end = &lineCol{Line: d.End.Line, Col: d.End.Col}
+	}
+	return json.Marshal(struct {
+		Pos      Pos      `json:"pos"`
+		End      *lineCol `json:"end,omitempty"`
+		Severity Severity `json:"severity"`
+		Code     string   `json:"code"`
+		Message  string   `json:"message"`
+		Hint     string   `json:"hint,omitempty"`
+	}{d.Pos, end, d.Severity, d.Code, d.Message, d.Hint})
 }
 
 // Error renders the diagnostic as file:line:col: severity: message.
@@ -36,18 +66,18 @@ func (d Diagnostic) Error() string {
 // Diagnostics is a list of problems; the zero value is ready to use.
 type Diagnostics []Diagnostic
 
-// Errorf adds an error at pos.
-func (ds *Diagnostics) Errorf(pos Pos, format string, args ...any) *Diagnostic {
-	return ds.add(pos, Error, fmt.Sprintf(format, args...))
+// Errorf adds an error of class code (one of Codes) at pos.
+func (ds *Diagnostics) Errorf(pos Pos, code, format string, args ...any) *Diagnostic {
+	return ds.add(pos, Error, code, fmt.Sprintf(format, args...))
 }
 
-// Warnf adds a warning at pos.
-func (ds *Diagnostics) Warnf(pos Pos, format string, args ...any) *Diagnostic {
-	return ds.add(pos, Warning, fmt.Sprintf(format, args...))
+// Warnf adds a warning of class code (one of Codes) at pos.
+func (ds *Diagnostics) Warnf(pos Pos, code, format string, args ...any) *Diagnostic {
+	return ds.add(pos, Warning, code, fmt.Sprintf(format, args...))
 }
 
-func (ds *Diagnostics) add(pos Pos, sev Severity, msg string) *Diagnostic {
-	*ds = append(*ds, Diagnostic{Pos: pos, Severity: sev, Message: msg})
+func (ds *Diagnostics) add(pos Pos, sev Severity, code, msg string) *Diagnostic {
+	*ds = append(*ds, Diagnostic{Pos: pos, Severity: sev, Code: code, Message: msg})
 	return &(*ds)[len(*ds)-1]
 }
 

@@ -175,7 +175,7 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 		c.env = &Env{}
 	}
 	if len(c.text) > MaxExprLen {
-		c.errorAt(0, "expression is too long: %d bytes, the limit is %d", len(c.text), MaxExprLen)
+		c.errorAt(0, CodeExprCost, "expression is too long: %d bytes, the limit is %d", len(c.text), MaxExprLen)
 		return nil, c.diags
 	}
 	var ev evaluator
@@ -185,7 +185,7 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 	case Expr:
 		ev = c.compileExpr()
 	default:
-		c.errorAt(0, "unknown expression language %q", c.src.Lang).Hint = `use "cel" or "expr"`
+		c.errorAt(0, CodeExprLanguage, "unknown expression language %q", c.src.Lang).Hint = `use "cel" or "expr"`
 	}
 	if c.diags.HasErrors(false) || ev == nil {
 		return nil, c.diags
@@ -194,8 +194,8 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 }
 
 // errorAt reports an error at byte offset off of the expression's text.
-func (c *compilation) errorAt(off int, format string, args ...any) *Diagnostic {
-	return c.diags.Errorf(c.src.PosAt(c.base+off), format, args...)
+func (c *compilation) errorAt(off int, code, format string, args ...any) *Diagnostic {
+	return c.diags.Errorf(c.src.PosAt(c.base+off), code, format, args...)
 }
 
 // checkResult reports a result type that cannot be what the caller wants.
@@ -211,27 +211,37 @@ func (c *compilation) checkResult(got Kind, off int) {
 	if c.want.Kind == Boolean {
 		what = "condition"
 	}
-	c.errorAt(off, "%s must be %s, got %s", what, c.want.Kind, got)
+	c.errorAt(off, CodeExprType, "%s must be %s, got %s", what, c.want.Kind, got)
 }
 
 // noField reports a read of an undeclared field of a closed object.
 func (c *compilation) noField(off int, path, field string, t *Type) {
-	c.errorAt(off, "%s has no field %q", path, field).Hint = didYouMean(field, t.FieldNames())
+	c.errorAt(off, CodeExprNoField, "%s has no field %q", path, field).Hint = didYouMean(field, t.FieldNames())
+}
+
+// spanTo gives the last diagnostic the extent of the n bytes of the
+// expression's text from off, when they are on one line.
+func (c *compilation) spanTo(off, n int) {
+	d := &c.diags[len(c.diags)-1]
+	if end := c.src.PosAt(c.base + off + n); end.Line == d.Pos.Line && end.Col > d.Pos.Col {
+		d.End = end
+	}
 }
 
 // unknownName reports an identifier that is not a variable. A name that
 // is no variable's near miss is most often a string left unquoted
 // (state.status == COMPLETED).
 func (c *compilation) unknownName(off int, name string) {
+	defer c.spanTo(off, len(name))
 	if alt, ok := otherLanguage[c.src.Lang][name]; ok {
-		c.errorAt(off, "unknown name %q", name).Hint = alt
+		c.errorAt(off, CodeExprUnknownName, "unknown name %q", name).Hint = alt
 		return
 	}
 	quote := `'`
 	if c.src.Lang == Expr {
 		quote = `"`
 	}
-	c.errorAt(off, "unknown name %q", name).Hint = hintOr(didYouMean(name, c.env.varNames()),
+	c.errorAt(off, CodeExprUnknownName, "unknown name %q", name).Hint = hintOr(didYouMean(name, c.env.varNames()),
 		fmt.Sprintf("the variables here are %s; if %s is a string, quote it: %s%s%s",
 			strings.Join(c.env.varNames(), ", "), name, quote, name, quote))
 }

@@ -57,19 +57,19 @@ func buildCELEnv(e *Env) (*celEnv, error) {
 func (c *compilation) compileCEL() evaluator {
 	ce, err := c.env.celEnv()
 	if err != nil {
-		c.errorAt(0, "cel environment: %v", err)
+		c.errorAt(0, CodeExprType, "cel environment: %v", err)
 		return nil
 	}
 	parsed, iss := ce.env.Parse(c.text)
 	if iss.Err() != nil {
-		c.celIssues(iss, nil)
+		c.celIssues(iss, nil, CodeExprSyntax)
 		return nil
 	}
 	w := &celWalker{c: c, ast: parsed.NativeRep(), reported: map[int64]bool{}}
 	w.walk(w.ast.Expr(), nil)
 	checked, iss := ce.env.Check(parsed)
 	if iss.Err() != nil || len(w.reported) > 0 {
-		c.celIssues(iss, w.reported)
+		c.celIssues(iss, w.reported, CodeExprType)
 		return nil
 	}
 	c.checkResult(celKind(checked.OutputType()), 0)
@@ -80,15 +80,16 @@ func (c *compilation) compileCEL() evaluator {
 	}
 	prg, err := ce.env.Program(checked, opts...)
 	if err != nil {
-		c.errorAt(0, "%v", err)
+		c.errorAt(0, CodeExprType, "%v", err)
 		return nil
 	}
 	return &celProgram{prg: prg, norms: ce.norms}
 }
 
 // celIssues reports CEL's errors, skipping those on expressions already
-// reported (an undeclared field found by the walker).
-func (c *compilation) celIssues(iss *cel.Issues, reported map[int64]bool) {
+// reported (an undeclared field found by the walker); code is the class of
+// the phase that found them.
+func (c *compilation) celIssues(iss *cel.Issues, reported map[int64]bool, code string) {
 	if iss == nil {
 		return
 	}
@@ -101,7 +102,7 @@ func (c *compilation) celIssues(iss *cel.Issues, reported map[int64]bool) {
 			c.unknownName(off, name[:max(strings.IndexByte(name, '\''), 0)])
 			continue
 		}
-		c.errorAt(off, "%s", cleanCELMessage(e.Message))
+		c.errorAt(off, code, "%s", cleanCELMessage(e.Message))
 	}
 }
 
@@ -121,11 +122,11 @@ func cleanCELMessage(msg string) string {
 func (c *compilation) celCost(ce *celEnv, checked *cel.Ast) {
 	est, err := ce.env.EstimateCost(checked, celSizer{})
 	if err != nil {
-		c.errorAt(0, "cannot estimate the cost of the expression: %v", err)
+		c.errorAt(0, CodeExprCost, "cannot estimate the cost of the expression: %v", err)
 		return
 	}
 	if est.Max > CELMaxEstimatedCost {
-		c.errorAt(0, "expression is too expensive: estimated worst-case cost %d exceeds the limit %d",
+		c.errorAt(0, CodeExprCost, "expression is too expensive: estimated worst-case cost %d exceeds the limit %d",
 			est.Max, CELMaxEstimatedCost).Hint = fmt.Sprintf(
 			"lists, maps and strings read from variables are assumed to hold up to %d items", CELAssumedSize)
 	}

@@ -87,7 +87,7 @@ func (c *compilation) compileExpr() evaluator {
 	cfg.Env = ee.vars.Nature()
 	tree, err := parser.ParseWithConfig(c.text, &cfg)
 	if err != nil {
-		c.exprError(err)
+		c.exprError(err, CodeExprSyntax)
 		return nil
 	}
 	loops := boundLoops(&tree.Node)
@@ -98,23 +98,24 @@ func (c *compilation) compileExpr() evaluator {
 		return nil
 	}
 	if err != nil {
-		c.exprError(err)
+		c.exprError(err, CodeExprType)
 		return nil
 	}
 	c.checkResult(exprKind(tree.Node.Nature()), 0)
 	prg, err := compiler.Compile(tree, &cfg)
 	if err != nil {
-		c.exprError(err)
+		c.exprError(err, CodeExprType)
 		return nil
 	}
 	return newExprProgram(prg, loops)
 }
 
-// exprError reports an error of expr's parser, checker or compiler.
-func (c *compilation) exprError(err error) {
+// exprError reports an error of expr's parser, checker or compiler; code
+// is the class of the phase that found it.
+func (c *compilation) exprError(err error, code string) {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		c.errorAt(0, "%v", err)
+		c.errorAt(0, code, "%v", err)
 		return
 	}
 	off := runeToByte(c.text, fe.From)
@@ -122,7 +123,7 @@ func (c *compilation) exprError(err error) {
 		c.unknownName(off, name)
 		return
 	}
-	c.errorAt(off, "%s", fe.Message)
+	c.errorAt(off, code, "%s", fe.Message)
 }
 
 // exprKind names a checked expr type in the documents' words.

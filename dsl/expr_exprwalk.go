@@ -21,7 +21,7 @@ func (w *exprWalker) walk(n ast.Node, depth int) {
 	case *ast.PredicateNode:
 		if depth++; depth > ExprMaxPredicateDepth {
 			w.failed = true
-			w.c.errorAt(runeToByte(w.c.text, n.Location().From),
+			w.c.errorAt(runeToByte(w.c.text, n.Location().From), CodeExprCost,
 				"predicates are nested too deeply: the limit is %d", ExprMaxPredicateDepth)
 			return
 		}
@@ -55,7 +55,7 @@ func (w *exprWalker) checkField(m *ast.MemberNode) {
 	slices.Sort(names)
 	w.failed = true
 	off := runeToByte(w.c.text, prop.Location().From)
-	w.c.errorAt(off, "%s has no field %q", m.Node.String(), prop.Value).Hint = didYouMean(prop.Value, names)
+	w.c.errorAt(off, CodeExprNoField, "%s has no field %q", m.Node.String(), prop.Value).Hint = didYouMean(prop.Value, names)
 }
 
 // exprChildren returns the direct children of an expr syntax-tree node.

@@ -74,12 +74,12 @@ func (t *Template) addExpr(src Source, env *Env, at int, diags *Diagnostics) int
 	start := at + 2
 	end := exprEnd(src.Text, start)
 	if end < 0 {
-		diags.Errorf(src.PosAt(at), "unterminated ${ in template").Hint = "close it with }, or write $${ for a literal ${"
+		diags.Errorf(src.PosAt(at), CodeExprSyntax, "unterminated ${ in template").Hint = "close it with }, or write $${ for a literal ${"
 		return -1
 	}
 	text := src.Text[start:end]
 	if strings.TrimSpace(text) == "" {
-		diags.Errorf(src.PosAt(at), "empty ${} in template")
+		diags.Errorf(src.PosAt(at), CodeExprSyntax, "empty ${} in template")
 		return end + 1
 	}
 	c := &compilation{src: src, base: start, text: text, env: env}

@@ -3,35 +3,54 @@ package dsl
 import (
 	"slices"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // graph checks a pipeline's topology: start and route targets exist, every
 // node is reachable and can reach END, every cycle is bounded by a limit,
-// and a node whose routes are all conditional is warned about.
+// and a node whose routes are all conditional is warned about. What the
+// schema refused is left out: a start: that is not a name leaves
+// reachability unknown, a node whose routes are refused (opaque) may lead
+// anywhere, and a limits: with an error may bound any cycle.
 func (pc *pipelineCheck) graph() {
 	p := pc.p
 	names := append(nodeNames(p), End)
-	if p.Node(p.Start) == nil {
-		pc.diags.Errorf(pc.d.Pos(pc.d.Get("start")), "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
-		return
+	start := pc.d.Get("start")
+	startKnown := start != nil && start.Kind == yaml.ScalarNode && !pc.bad(start)
+	if startKnown && p.Node(p.Start) == nil {
+		pc.diags.Errorf(pc.d.Pos(start), CodeRefUnknown, "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
+		startKnown = false
 	}
 	ends := []string{End} // unknown targets count as ends: they are reported once
 	for _, n := range p.Nodes {
+		if n.opaque {
+			ends = append(ends, n.Name)
+			continue
+		}
 		ends = append(ends, pc.targets(n, names)...)
 	}
-	reach := reachable(p, []string{p.Start}, successors)
+	var reach map[string]bool
+	if startKnown {
+		reach = reachable(p, []string{p.Start}, func(p *Pipeline, name string) []string {
+			if n := p.Node(name); n != nil && n.opaque {
+				return names
+			}
+			return successors(p, name)
+		})
+	}
 	toEnd := reachable(p, ends, predecessors(p))
 	for _, n := range p.Nodes {
 		switch {
-		case !reach[n.Name]:
-			pc.diags.Errorf(n.Pos, "node %q is unreachable from start node %q", n.Name, p.Start).Hint = "route to it from another node, or remove it"
+		case startKnown && !reach[n.Name]:
+			pc.diags.Errorf(n.Pos, CodeGraphUnreachable, "node %q is unreachable from start node %q", n.Name, p.Start).Hint = "route to it from another node, or remove it"
 		case !toEnd[n.Name] && len(n.Next) > 0:
-			pc.diags.Errorf(n.Pos, "no path from node %q to END", n.Name).Hint = "every run must be able to finish: add a route that leads to END"
+			pc.diags.Errorf(n.Pos, CodeGraphNoEnd, "no path from node %q to END", n.Name).Hint = "every run must be able to finish: add a route that leads to END"
 		}
 	}
-	if p.MaxSteps == 0 {
+	if p.MaxSteps == 0 && !pc.bad(pc.d.Get("limits")) {
 		for _, cycle := range cycles(p) {
-			pc.diags.Errorf(p.Node(cycle[0]).Pos, "cycle %s is not bounded by any limit", strings.Join(append(cycle, cycle[0]), " → ")).Hint = "set limits.max_steps on the pipeline"
+			pc.diags.Errorf(p.Node(cycle[0]).Pos, CodeGraphUnboundedCycle, "cycle %s is not bounded by any limit", strings.Join(append(cycle, cycle[0]), " → ")).Hint = "set limits.max_steps on the pipeline"
 		}
 	}
 }
@@ -40,21 +59,22 @@ func (pc *pipelineCheck) graph() {
 // unknown ones.
 func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
 	if len(n.Next) == 0 {
-		pc.diags.Errorf(n.Pos, "node %q has no next", n.Name).Hint = "add `next: END` to finish the run here"
+		pc.diags.Errorf(n.Pos, CodeGraphNoNext, "node %q has no next", n.Name).Hint = "add `next: END` to finish the run here"
 		return nil
 	}
 	for _, r := range n.Next {
 		if r.To != End && pc.p.Node(r.To) == nil {
-			pc.diags.Errorf(r.Pos, "route to unknown node %q", r.To).Hint = didYouMean(r.To, names)
+			dg := pc.diags.Errorf(r.Pos, CodeRefUnknown, "route to unknown node %q", r.To)
+			dg.Hint, dg.End = didYouMean(r.To, names), r.end
 			unknown = append(unknown, r.To)
 		}
 	}
 	if n.OnError != "" && n.OnError != End && pc.p.Node(n.OnError) == nil {
-		pc.diags.Errorf(pc.d.Pos(mapGet(n.value, "on_error")), "on_error names unknown node %q", n.OnError).Hint = didYouMean(n.OnError, names)
+		pc.diags.Errorf(pc.d.Pos(mapGet(n.value, "on_error")), CodeRefUnknown, "on_error names unknown node %q", n.OnError).Hint = didYouMean(n.OnError, names)
 		unknown = append(unknown, n.OnError)
 	}
 	if last := n.Next[len(n.Next)-1]; last.When != nil && !slices.ContainsFunc(n.Next, func(r *Route) bool { return r.When == nil }) {
-		pc.diags.Warnf(last.Pos, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
+		pc.diags.Warnf(last.Pos, CodeGraphNoDefault, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
 	}
 	return unknown
 }

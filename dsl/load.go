@@ -49,12 +49,12 @@ func Load(paths ...string) ([]*Document, Diagnostics) {
 	var diags Diagnostics
 	files, err := expand(paths)
 	if err != nil {
-		diags.Errorf(Pos{}, "%v", err)
+		diags.Errorf(Pos{}, CodeFileRead, "%v", err)
 	}
 	for _, f := range files {
 		src, err := readFile(f)
 		if err != nil {
-			diags.Errorf(Pos{File: f}, "%v", err)
+			diags.Errorf(Pos{File: f}, CodeFileRead, "%v", err)
 			continue
 		}
 		d, ds := Parse(f, src)
@@ -121,7 +121,7 @@ func isYAML(path string) bool {
 func Parse(file string, src []byte) ([]*Document, Diagnostics) {
 	var diags Diagnostics
 	if !utf8.Valid(src) {
-		diags.Errorf(invalidUTF8(file, src), "file is not valid UTF-8; save it as UTF-8")
+		diags.Errorf(invalidUTF8(file, src), CodeFileEncoding, "file is not valid UTF-8; save it as UTF-8")
 		return nil, diags
 	}
 	var docs []*Document
@@ -141,7 +141,7 @@ func Parse(file string, src []byte) ([]*Document, Diagnostics) {
 		}
 	}
 	if len(docs) == 0 && len(diags) == 0 {
-		diags.Warnf(Pos{File: file, Line: 1, Col: 1}, "file holds no documents")
+		diags.Warnf(Pos{File: file, Line: 1, Col: 1}, CodeFileEmpty, "file holds no documents")
 	}
 	return docs, diags
 }
@@ -156,7 +156,7 @@ func newDocument(file string, src []byte, n *yaml.Node, diags *Diagnostics) *Doc
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		diags.Errorf(posOf(file, root), "a document must be a mapping with apiVersion, kind and metadata, not a %s", describe(root))
+		diags.Errorf(posOf(file, root), CodeYAMLDocument, "a document must be a mapping with apiVersion, kind and metadata, not a %s", describe(root))
 		return nil
 	}
 	d := &Document{File: file, Root: root, Src: src}
@@ -170,7 +170,7 @@ func newDocument(file string, src []byte, n *yaml.Node, diags *Diagnostics) *Doc
 func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 	count := 0
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		diags.Errorf(posOf(file, n), "anchors and aliases (&, *) are not supported; write the value out, or move shared parts into a Skill, Tool or RuleSet and refer to it by name")
+		diags.Errorf(posOf(file, n), CodeYAMLAlias, "anchors and aliases (&, *) are not supported; write the value out, or move shared parts into a Skill, Tool or RuleSet and refer to it by name")
 		return 1
 	}
 	if n.Kind == yaml.MappingNode {
@@ -178,11 +178,11 @@ func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Value == "<<" && k.Tag == "!!merge" {
-				diags.Errorf(posOf(file, k), "merge keys (<<) are not supported; write the fields out")
+				diags.Errorf(posOf(file, k), CodeYAMLAlias, "merge keys (<<) are not supported; write the fields out")
 				count++
 			}
 			if prev, ok := seen[k.Value]; ok && k.Kind == yaml.ScalarNode {
-				diags.Errorf(posOf(file, k), "duplicate key %q (first defined at line %d)", k.Value, prev.Line)
+				diags.Errorf(posOf(file, k), CodeYAMLDupKey, "duplicate key %q (first defined at line %d)", k.Value, prev.Line)
 				count++
 			}
 			seen[k.Value] = k
@@ -213,9 +213,9 @@ func yamlError(file string, src []byte, err error) Diagnostic {
 		}
 	}
 	if tab, ok := indentTab(file, src); ok && tab.Line <= pos.Line {
-		return Diagnostic{Pos: tab, Severity: Error, Message: "tab character in indentation; YAML indents with spaces only"}
+		return Diagnostic{Pos: tab, Severity: Error, Code: CodeYAMLSyntax, Message: "tab character in indentation; YAML indents with spaces only"}
 	}
-	return Diagnostic{Pos: pos, Severity: Error, Message: "invalid YAML: " + msg}
+	return Diagnostic{Pos: pos, Severity: Error, Code: CodeYAMLSyntax, Message: "invalid YAML: " + msg}
 }
 
 // invalidUTF8 returns the position of the first byte that is not UTF-8.

@@ -213,6 +213,9 @@ type Node struct {
 	Retry   *Retry
 	key     *yaml.Node
 	value   *yaml.Node
+	// opaque marks a node whose routes the schema refused: the graph
+	// checks take it to lead anywhere, END included.
+	opaque bool
 }
 
 // Route is one outgoing edge; a nil When always matches.
@@ -220,6 +223,7 @@ type Route struct {
 	When *Condition
 	To   string
 	Pos  Pos
+	end  Pos // where the target's name ends, when known
 }
 
 // Retry is a node's retry policy.

@@ -2,6 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -30,6 +32,16 @@ func (p Pos) Before(q Pos) bool {
 		return p.Line < q.Line
 	}
 	return p.Col < q.Col
+}
+
+// endOf returns where a plain scalar written on one line ends: the column
+// just past it. It returns the zero Pos for other nodes, whose end the node
+// does not tell.
+func endOf(file string, n *yaml.Node) Pos {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Style != 0 || n.Line < 1 || strings.Contains(n.Value, "\n") {
+		return Pos{}
+	}
+	return Pos{File: file, Line: n.Line, Col: n.Column + utf8.RuneCountInString(n.Value)}
 }
 
 // posOf returns the position of a YAML node in file.

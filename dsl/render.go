@@ -35,7 +35,8 @@ func WriteReport(w io.Writer, ds Diagnostics, format string, source func(file st
 		return enc.Encode(map[string]any{"diagnostics": shown, "more": more})
 	case FormatGitHub:
 		for _, d := range shown {
-			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d::%s\n", d.Severity, d.Pos.File, d.Pos.Line, d.Pos.Col, ghEscape(messageOf(d)))
+			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d%s,title=%s::%s\n", d.Severity, ghEscapeProp(d.Pos.File), d.Pos.Line, d.Pos.Col,
+				ghEnd(d), ghEscapeProp(d.Code), ghEscape(messageOf(d)))
 		}
 	case FormatText:
 		for _, d := range shown {
@@ -77,6 +78,20 @@ func writeCaret(w io.Writer, p Pos, source func(string) []byte) {
 		}
 	}
 	fmt.Fprintf(w, "    %s\n    %s^\n", line, string(pad))
+}
+
+// ghEnd gives a GitHub annotation the diagnostic's end column when the
+// diagnostic ends on its own line.
+func ghEnd(d Diagnostic) string {
+	if d.End.Line != d.Pos.Line || d.End.Col <= d.Pos.Col {
+		return ""
+	}
+	return fmt.Sprintf(",endColumn=%d", d.End.Col)
+}
+
+// ghEscapeProp escapes a GitHub Actions workflow-command property.
+func ghEscapeProp(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
 // ghEscape escapes a GitHub Actions workflow-command message.

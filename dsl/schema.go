@@ -63,9 +63,10 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 	return s, nil
 }
 
-// validate checks a document against the schema and reports each problem at
-// the YAML position of the offending value.
-func (s *schemaSet) validate(d *Document, diags *Diagnostics) bool {
+// validate checks a document against the schema, reports each problem at
+// the YAML position of the offending value and records in f which parts of
+// the document hold one.
+func (s *schemaSet) validate(d *Document, diags *Diagnostics, f *faults) bool {
 	err := s.root.Validate(toJSON(d.Root))
 	ve, ok := err.(*jsonschema.ValidationError)
 	if !ok {
@@ -73,8 +74,67 @@ func (s *schemaSet) validate(d *Document, diags *Diagnostics) bool {
 	}
 	for _, leaf := range s.leaves(ve) {
 		s.report(d, leaf, diags)
+		f.record(d.Root, leaf)
 	}
 	return false
+}
+
+// faults records where documents break their schema, so that the semantic
+// checks skip exactly the parts that do and check all the rest: an error in
+// one node, state field, rule or tool section hides nothing outside it.
+type faults struct {
+	// broken holds every value with a schema error inside it or at it, the
+	// values that contain it (up to, not including, the document) and the
+	// values inside it.
+	broken map[*yaml.Node]bool
+	// missing holds the required fields a mapping lacks.
+	missing map[*yaml.Node]map[string]bool
+}
+
+// record marks the values a schema error lies in. An error about the whole
+// document (a Tool with two implementations) marks nothing: its parts are
+// checked as written.
+func (f *faults) record(root *yaml.Node, e *jsonschema.ValidationError) {
+	if f.broken == nil {
+		f.broken, f.missing = map[*yaml.Node]bool{}, map[*yaml.Node]map[string]bool{}
+	}
+	n := root
+	for _, tok := range e.InstanceLocation {
+		next := walk(n, []string{tok})
+		if next == n {
+			break
+		}
+		n = next
+		f.broken[n] = true
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		if f.missing[n] == nil {
+			f.missing[n] = map[string]bool{}
+		}
+		for _, p := range k.Missing {
+			f.missing[n][p] = true
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			f.markAll(mapGet(n, p))
+		}
+	default:
+		if n != root {
+			f.markAll(n)
+		}
+	}
+}
+
+// markAll marks n and every value inside it.
+func (f *faults) markAll(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	f.broken[n] = true
+	for _, c := range n.Content {
+		f.markAll(c)
+	}
 }
 
 // leaves flattens an error tree to the errors worth showing. Of a failed
@@ -141,33 +201,43 @@ func isShapeError(e *jsonschema.ValidationError) bool {
 func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Diagnostics) {
 	n := walk(d.Root, e.InstanceLocation)
 	where := at(e.InstanceLocation)
+	first := len(*diags)
+	defer func() { // the value's extent, when it is one plain scalar
+		for i := first; i < len(*diags); i++ {
+			if dg := &(*diags)[i]; dg.End == (Pos{}) && dg.Pos == d.Pos(n) {
+				dg.End = endOf(d.File, n)
+			}
+		}
+	}()
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		cands := s.properties(e.SchemaURL)
 		for _, p := range k.Properties {
-			diags.Errorf(d.Pos(mapKey(n, p)), "unknown field %q%s", p, where).Hint = didYouMean(p, cands)
+			key := mapKey(n, p)
+			dg := diags.Errorf(d.Pos(key), CodeSchemaUnknownField, "unknown field %q%s", p, where)
+			dg.Hint, dg.End = didYouMean(p, cands), endOf(d.File, key)
 		}
 	case *kind.Required:
 		for _, p := range k.Missing {
-			diags.Errorf(d.Pos(n), "missing required field %q%s", p, where)
+			diags.Errorf(d.Pos(n), CodeSchemaMissingField, "missing required field %q%s", p, where)
 		}
 	case *kind.Type:
-		diags.Errorf(d.Pos(n), "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
+		diags.Errorf(d.Pos(n), CodeSchemaType, "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
 	case *kind.Enum:
-		dg := diags.Errorf(d.Pos(n), "%s is not one of %s%s", quoteValue(n), joinAny(k.Want), where)
+		dg := diags.Errorf(d.Pos(n), CodeSchemaEnum, "%s is not one of %s%s", quoteValue(n), joinAny(k.Want), where)
 		dg.Hint = didYouMean(scalarValue(n), strs(k.Want))
 	case *kind.Const:
-		diags.Errorf(d.Pos(n), "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
+		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
 	case *kind.OneOf, *kind.AnyOf:
 		shapes := s.shapes(e)
-		dg := diags.Errorf(d.Pos(n), "%s has the wrong shape%s: %s", describe(n), where, shapes)
+		dg := diags.Errorf(d.Pos(n), CodeSchemaType, "%s has the wrong shape%s: %s", describe(n), where, shapes)
 		if n.Kind == yaml.MappingNode && strings.Contains(shapes, "a string") {
 			dg.Hint = `YAML reads "key: value" inside a plain string as a mapping; quote the value`
 		}
 	case *kind.Pattern:
-		diags.Errorf(d.Pos(n), "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
+		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
 	default:
-		diags.Errorf(d.Pos(n), "%s%s", e.ErrorKind.LocalizedString(printer), where)
+		diags.Errorf(d.Pos(n), CodeSchemaValue, "%s%s", e.ErrorKind.LocalizedString(printer), where)
 	}
 }
 

@@ -182,7 +182,7 @@ func (k *check) checkSchemaRefs(d *Document, n *yaml.Node) bool {
 			return // the compiler reports a reference that is not a string
 		}
 		if why := refProblem(key.Value, v.Value); why != "" {
-			dg := k.diags.Errorf(d.Pos(v), "%s %q is not allowed: %s", key.Value, v.Value, why)
+			dg := k.diags.Errorf(d.Pos(v), CodeSchemaRefOutside, "%s %q is not allowed: %s", key.Value, v.Value, why)
 			dg.Hint = refRule
 			if key.Value == "$schema" {
 				dg.Hint = "$schema may name a draft's meta-schema, such as https://json-schema.org/draft/2020-12/schema"

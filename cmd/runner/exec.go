@@ -235,6 +235,11 @@ func compileTarget(cmd *cobra.Command, cfg *Config, name string) (*target, error
 		return nil, usageErr(fmt.Errorf("no agent or pipeline named %q", name))
 	}
 	g, err := checker.Compile(proj, pipeline, opt)
+	var ds dsl.Diagnostics
+	if errors.As(err, &ds) { // rendered as validate renders its diagnostics
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), ds, dsl.FormatText, sources(proj.Docs))
+		return nil, usageErr(fmt.Errorf("%s cannot run like this", name))
+	}
 	if err != nil {
 		return nil, usageErr(err)
 	}

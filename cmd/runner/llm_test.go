@@ -62,7 +62,7 @@ func TestExecScriptErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no script for a scripted model", nil, "model tiny is scripted: give its replies with --script FILE"},
+		{"no script for a scripted model", nil, "llm_agent.yaml:21:3: error: node ask: model tiny: model tiny is scripted: give its replies with --script FILE"},
 		{"unknown key", []string{"--script", bad}, bad + ": line 2: field txt not found in a scripted Reply"},
 		{"missing file", []string{"--script", "nope.yaml"}, "nope.yaml"},
 	}

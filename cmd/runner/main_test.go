@@ -51,7 +51,11 @@ func TestValidateJSON(t *testing.T) {
 				File      string
 				Line, Col int
 			}
+			End *struct {
+				Line, Col int
+			}
 			Severity string
+			Code     string
 			Message  string
 			Hint     string
 		}
@@ -63,14 +67,18 @@ func TestValidateJSON(t *testing.T) {
 		t.Fatalf("exit %d with %d diagnostics, want 1 with 2", code, len(got.Diagnostics))
 	}
 	d := got.Diagnostics[0]
-	if d.Pos.Line != 11 || d.Pos.Col != 21 || d.Severity != "error" || d.Hint == "" {
+	if d.Pos.Line != 11 || d.Pos.Col != 21 || d.Severity != "error" || d.Code != "expr.unknown-field" || d.Hint == "" {
 		t.Errorf("first diagnostic = %+v", d)
+	}
+	d = got.Diagnostics[1] // route to unknown node "ENDD": a plain scalar, with its extent
+	if d.Code != "ref.unknown" || d.End == nil || d.End.Line != 13 || d.End.Col != d.Pos.Col+len("ENDD") {
+		t.Errorf("second diagnostic = %+v", d)
 	}
 }
 
 func TestValidateGitHub(t *testing.T) {
 	_, out, _ := runCLI(t, "validate", "--format", "github", "testdata/invalid.yaml")
-	want := "::error file=testdata/invalid.yaml,line=11,col=21::state has no field"
+	want := "::error file=testdata/invalid.yaml,line=11,col=21,title=expr.unknown-field::state has no field"
 	if !strings.HasPrefix(out, want) {
 		t.Errorf("output = %q, want prefix %q", out, want)
 	}
