@@ -20,6 +20,7 @@ const (
 	CodeSchemaType         = "schema.type"
 	CodeSchemaEnum         = "schema.enum"
 	CodeSchemaFormat       = "schema.format"
+	CodeSchemaSecret       = "schema.secret"
 	CodeSchemaValue        = "schema.value"
 	CodeSchemaJSONSchema   = "schema.json-schema"
 	CodeSchemaRefOutside   = "schema.ref-outside"
@@ -79,6 +80,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeSchemaType, "a value of the wrong type or shape"},
 	{CodeSchemaEnum, "a value not among the allowed ones: kind, node type, trigger, action, ..."},
 	{CodeSchemaFormat, "a name, duration or other string of the wrong form; apiVersion"},
+	{CodeSchemaSecret, "what should name a secret's environment variable looks like the secret itself; it is not echoed, not even in the source line"},
 	{CodeSchemaValue, "a value out of range, or otherwise refused"},
 	{CodeSchemaJSONSchema, "a JSON Schema in a definition that is not valid"},
 	{CodeSchemaRefOutside, "a $ref that leaves its JSON Schema"},

@@ -41,7 +41,7 @@ func WriteReport(w io.Writer, ds Diagnostics, format string, source func(file st
 	case FormatText:
 		for _, d := range shown {
 			fmt.Fprintf(w, "%s: %s: %s\n", d.Pos, d.Severity, messageOf(d))
-			writeCaret(w, d.Pos, source)
+			writeCaret(w, d.Pos, source, d.Code == CodeSchemaSecret)
 		}
 	default:
 		return fmt.Errorf("unknown format %q: use text, json or github", format)
@@ -59,8 +59,9 @@ func messageOf(d Diagnostic) string {
 	return d.Message + "; " + d.Hint
 }
 
-// writeCaret prints the diagnostic's source line and a caret under its column.
-func writeCaret(w io.Writer, p Pos, source func(string) []byte) {
+// writeCaret prints the diagnostic's source line and a caret under its
+// column; masked, the line from the column on is not shown (a secret).
+func writeCaret(w io.Writer, p Pos, source func(string) []byte, masked bool) {
 	if p.Line == 0 || source == nil {
 		return
 	}
@@ -76,6 +77,9 @@ func writeCaret(w io.Writer, p Pos, source func(string) []byte) {
 		if r != '\t' {
 			pad[i] = ' '
 		}
+	}
+	if masked {
+		line = string([]rune(line)[:col-1]) + "***"
 	}
 	fmt.Fprintf(w, "    %s\n    %s^\n", line, string(pad))
 }

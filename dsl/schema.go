@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -228,17 +229,59 @@ func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Di
 		dg.Hint = didYouMean(scalarValue(n), strs(k.Want))
 	case *kind.Const:
 		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s must be %v", strings.TrimPrefix(where, " in "), k.Want)
-	case *kind.OneOf, *kind.AnyOf:
+	case *kind.OneOf:
+		if len(k.Subschemas) > 1 { // more than one form matched: exclusive keys set together
+			s.exclusive(d, n, e, k.Subschemas, where, diags)
+			return
+		}
+		s.wrongShape(d, n, e, where, diags)
+	case *kind.AnyOf:
+		s.wrongShape(d, n, e, where, diags)
+	case *kind.Pattern:
+		if secretName(e.InstanceLocation) { // a pasted key: never echo it
+			diags.Errorf(d.Pos(n), CodeSchemaSecret, "%s must name an environment variable (like OPENAI_API_KEY), not hold the secret itself; the value is not shown",
+				strings.TrimPrefix(where, " in "))
+			return
+		}
+		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
+	default:
+		diags.Errorf(d.Pos(n), CodeSchemaValue, "%s%s", e.ErrorKind.LocalizedString(printer), where)
+	}
+}
+
+// wrongShape reports a value that matches none of its allowed forms.
+func (s *schemaSet) wrongShape(d *Document, n *yaml.Node, e *jsonschema.ValidationError, where string, diags *Diagnostics) {
+	{
 		shapes := s.shapes(e)
 		dg := diags.Errorf(d.Pos(n), CodeSchemaType, "%s has the wrong shape%s: %s", describe(n), where, shapes)
 		if n.Kind == yaml.MappingNode && strings.Contains(shapes, "a string") {
 			dg.Hint = `YAML reads "key: value" inside a plain string as a mapping; quote the value`
 		}
-	case *kind.Pattern:
-		diags.Errorf(d.Pos(n), CodeSchemaFormat, "%s is not a valid %s%s", quoteValue(n), patternName(e.SchemaURL, s), where)
-	default:
-		diags.Errorf(d.Pos(n), CodeSchemaValue, "%s%s", e.ErrorKind.LocalizedString(printer), where)
 	}
+}
+
+// exclusive reports a mapping that sets the keys of more than one of its
+// exclusive forms (a tool with two implementations, a test with two
+// targets).
+func (s *schemaSet) exclusive(d *Document, n *yaml.Node, e *jsonschema.ValidationError, matched []int, where string, diags *Diagnostics) {
+	var keys []string
+	for _, i := range matched {
+		obj, _ := s.resolve(fmt.Sprintf("%s/oneOf/%d", strings.TrimSuffix(e.SchemaURL, "/oneOf"), i)).(map[string]any)
+		req, _ := obj["required"].([]any)
+		keys = append(keys, strs(req)...)
+	}
+	if len(keys) < 2 {
+		diags.Errorf(d.Pos(n), CodeSchemaType, "%s matches more than one of its allowed forms%s; keep one", describe(n), where)
+		return
+	}
+	key := mapKey(n, keys[len(keys)-1])
+	diags.Errorf(d.Pos(key), CodeSchemaType, "%s sets %s, which exclude each other%s; keep one", describe(n), strings.Join(keys, " and "), where)
+}
+
+// secretName reports whether a location holds the name of a secret's
+// environment variable, where a wrong value is likely the secret itself.
+func secretName(loc []string) bool {
+	return slices.Contains(loc, "api_key_env") || slices.Contains(loc, "secrets")
 }
 
 // at names the location of a value for messages: ` in nodes.planner.with`.
@@ -310,6 +353,9 @@ func (s *schemaSet) shapes(e *jsonschema.ValidationError) string {
 	var alts []string
 	for _, c := range e.Causes {
 		alts = append(alts, s.shape(c.SchemaURL))
+	}
+	if strings.Join(alts, "") == "" {
+		return "expected one of its allowed forms"
 	}
 	return "expected " + strings.Join(alts, ", or ")
 }

@@ -206,3 +206,16 @@ func TestValidateDirSkipsSettings(t *testing.T) {
 		t.Errorf("validate DIR: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestValidateNeverEchoesASecret: a key pasted where its variable's name
+// belongs appears nowhere in validate's output, source line included.
+func TestValidateNeverEchoesASecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "m.yaml")
+	writeFile(t, file, "apiVersion: runner/v1\nkind: Model\nmetadata: {name: m}\nprovider: openai\napi_key_env: sk-proj-Zq81secret\n")
+	for _, format := range []string{"text", "json", "github"} {
+		code, out, errOut := runCLI(t, "validate", "--format", format, file)
+		if code != 1 || strings.Contains(out+errOut, "Zq81secret") || !strings.Contains(out+errOut, "schema.secret") && format != "text" {
+			t.Errorf("%s: exit %d, output shows the secret or lacks its code:\n%s%s", format, code, out, errOut)
+		}
+	}
+}
