@@ -33,7 +33,12 @@ var ParallelNode = dsl.NodeType{
   "additionalProperties": false
 }`,
 	Config: func() any { return &ParallelConfig{} },
-	Build:  buildParallel,
+	Check: func(cfg any, chk *dsl.NodeCheck) {
+		for i := range cfg.(*ParallelConfig).Branches {
+			cfg.(*ParallelConfig).Branches[i].check(chk, fmt.Sprintf("branches.%d.", i))
+		}
+	},
+	Build: buildParallel,
 }
 
 func buildParallel(cfg any, b *dsl.Build) (runner.Node, error) {

@@ -3,7 +3,9 @@ package builtins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -36,7 +38,23 @@ var SubgraphNode = dsl.NodeType{
 	Doc:    "Runs another pipeline with an input mapping and maps its final state back; its checkpoints live under the parent thread.",
 	Schema: subgraphSchema,
 	Config: func() any { return &SubgraphConfig{} },
+	Check:  func(cfg any, chk *dsl.NodeCheck) { cfg.(*SubgraphConfig).check(chk, "") },
 	Build:  buildSubgraph,
+}
+
+// check refuses input keys the child pipeline cannot take: a run of it
+// would refuse them. prefix locates the config in with: ("branches.0.").
+func (c *SubgraphConfig) check(chk *dsl.NodeCheck, prefix string) {
+	accepted, ok := chk.InputFields(c.Pipeline.Name)
+	if !ok {
+		return
+	}
+	for _, key := range sortedKeys(c.Input) {
+		if !slices.Contains(accepted, key) {
+			chk.Errorf(prefix+"input."+key, "pipeline %s takes no input field %q; it takes: %s", c.Pipeline.Name, key, strings.Join(accepted, ", ")).Hint =
+				dsl.DidYouMean(key, accepted)
+		}
+	}
 }
 
 // child is a compiled pipeline call: input and output mappings.

@@ -17,6 +17,22 @@ type NodeCheck struct {
 // HasField reports whether the node's pipeline declares a state field.
 func (c *NodeCheck) HasField(name string) bool { return c.pc.p.State.declares(name) }
 
+// InputFields returns the fields a run of the pipeline called name can be
+// given: its declared input, else its state fields; ok is false for an
+// unknown pipeline (reported as a reference).
+func (c *NodeCheck) InputFields(name string) (fields []string, ok bool) {
+	d := c.pc.byKind[KindPipeline][name]
+	if d == nil {
+		return nil, false
+	}
+	decl := d.Get("input")
+	if decl == nil {
+		decl = d.Get("state")
+	}
+	pairs(decl, func(key, _ *yaml.Node) { fields = append(fields, key.Value) })
+	return fields, true
+}
+
 // Errorf reports an error at the value path names in with:, its keys and
 // list indexes joined by dots ("pattern", "patterns.1", "llm.model"). A
 // value that is not written (a default the node type presets) is reported
@@ -49,3 +65,7 @@ func valueAt(n *yaml.Node, path string) *yaml.Node {
 	}
 	return n
 }
+
+// DidYouMean suggests the candidate closest to name ("did you mean ..."),
+// or "" when none is close; node types' checks use it for their hints.
+func DidYouMean(name string, candidates []string) string { return didYouMean(name, candidates) }
