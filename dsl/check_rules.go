@@ -15,7 +15,7 @@ import (
 var Triggers = map[string]map[string]*Type{
 	runner.BeforeToolCall: {"tool": toolVar, "skill": StringType},
 	runner.AfterToolCall:  {"tool": toolVar, "result": resultVar, "skill": StringType},
-	runner.BeforeLLMCall:  {"llm": llmVar},
+	runner.BeforeLLMCall:  {"llm": llmBefore},
 	runner.AfterLLMCall:   {"llm": llmVar},
 	runner.AfterNode:      {"node": goType(reflect.TypeFor[runner.NodeInfo]())},
 }
@@ -26,6 +26,8 @@ var (
 	toolVar   = goType(reflect.TypeFor[runner.ToolInfo]())
 	resultVar = goType(reflect.TypeFor[runner.ToolExecution]())
 	llmVar    = goType(reflect.TypeFor[runner.LLMCall]())
+	// llmBefore is what is known of a model call before it is made.
+	llmBefore = ObjectOf(map[string]*Type{"node": StringType, "model": StringType, "phase": StringType, "call": IntegerType})
 	agentVar  = goType(reflect.TypeFor[runner.AgentInfo]())
 )
 
