@@ -170,6 +170,18 @@ func TestExecConversation(t *testing.T) {
 			t.Fatalf("history line %d = %q: the checkpoints of the turns are not one sequence", i+1, l)
 		}
 	}
+	code, out, errOut = runCLI(t, "threads", "show", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	var shown struct {
+		ID        int64
+		Status    string
+		Next      string
+		Interrupt struct{ Rule string }
+		State     struct{ Messages []any }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.ID != 24 || shown.Status != "interrupted" || shown.Next != "tool_node" ||
+		shown.Interrupt.Rule != "platform:hitl_on_mutating_capability" || len(shown.State.Messages) == 0 {
+		t.Errorf("threads show: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // TestExecIntegerInput: an integer from --input is an integer to CEL (a

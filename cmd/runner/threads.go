@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,13 +10,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 )
 
 func newThreads() *cobra.Command {
 	cmd := &cobra.Command{Use: "threads", Short: "Inspect the threads in the checkpoint store"}
 	cmd.PersistentFlags().String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
-	show := &cobra.Command{Use: "show THREAD", Short: "Print a thread's newest checkpoint, or --checkpoint ID, as JSON",
+	show := &cobra.Command{Use: "show THREAD", Short: "Print a thread's state, where it stands and what it waits on, at its newest checkpoint or --checkpoint ID, as JSON",
 		Args: cobra.ExactArgs(1), RunE: threadsShow}
 	show.Flags().Int64("checkpoint", 0, "the checkpoint id (default: the newest)")
 	cmd.AddCommand(
@@ -61,6 +65,9 @@ func threadsList(cmd *cobra.Command, _ []string) error {
 	return w.Flush()
 }
 
+// threadsShow prints a thread's state rebuilt through its pipeline's
+// reducers; without the definitions (outside the project) it prints the
+// raw checkpoint and says why.
 func threadsShow(cmd *cobra.Command, args []string) error {
 	st, err := openStore(cmd)
 	if err != nil {
@@ -74,7 +81,37 @@ func threadsShow(cmd *cobra.Command, args []string) error {
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
-	return enc.Encode(cps[len(cps)-1])
+	g, err := pipelineOf(cmd, cps[len(cps)-1].Pipeline)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runner: the state is not rebuilt (%v); the raw checkpoint follows\n", err)
+		return enc.Encode(cps[len(cps)-1])
+	}
+	ts, err := (&runner.Engine{Store: st}).State(cmd.Context(), g, args[0], id)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	return enc.Encode(ts)
+}
+
+// pipelineOf compiles the project's pipeline called name, for its reducers:
+// no tool is called and no model is asked.
+func pipelineOf(cmd *cobra.Command, name string) (*runner.Graph, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	checker, proj, _, diags, err := loadProject(cfg.Paths)
+	if err != nil || diags.HasErrors(false) {
+		return nil, errors.Join(err, errors.New("the definitions here do not load"))
+	}
+	opt := dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil)}
+	for _, a := range proj.Agents { // a pipeline that calls its agent's model compiles with one of them
+		if a.Pipeline == name {
+			opt.Agent = a
+			break
+		}
+	}
+	return checker.Compile(proj, name, opt)
 }
 
 func threadsHistory(cmd *cobra.Command, args []string) error {
