@@ -415,7 +415,7 @@ func (g *approvalRig) checkCounts(t *testing.T, stage, thread string, requests, 
 func (g *approvalRig) checkJournal(t *testing.T, thread string, ids, journaled []string) {
 	t.Helper()
 	var cp newestCheckpoint
-	if err := json.Unmarshal([]byte(g.output(t, "threads", "show", thread)), &cp); err != nil {
+	if err := json.Unmarshal([]byte(g.output(t, "threads", "show", "--raw", thread)), &cp); err != nil {
 		t.Fatal(err)
 	}
 	if cp.Node != "act" || cp.Next != "act" || cp.Status != "running" {

@@ -124,7 +124,7 @@ func TestCrashAndResume(t *testing.T) {
 	if len(svc.executed) != 30 { // 15 steps in each of the two threads
 		t.Errorf("%d distinct tool calls executed, want 30", len(svc.executed))
 	}
-	hist, _ := exec.Command(bin, "threads", "history", "crash", "--store", db).Output()
+	hist, _ := exec.Command(bin, "threads", "history", "crash", "--oldest-first", "--store", db).Output()
 	checkContiguous(t, string(hist), 16)
 }
 

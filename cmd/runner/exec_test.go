@@ -161,13 +161,34 @@ func TestExecConversation(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--resume conv") {
 		t.Errorf("a new run of a paused thread: exit %d: %s", code, errOut)
 	}
-	code, out, _ = runCLI(t, "threads", "history", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	code, out, _ = runCLI(t, "threads", "history", "conv", "--oldest-first", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
 	if code != 0 || strings.Count(out, " completed ") != 2 || strings.Count(out, " interrupted ") != 1 || strings.Count(out, "\n") != 25 {
 		t.Errorf("history of three turns: exit %d\n%s", code, out)
 	}
 	for i, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
 		if id, _, _ := strings.Cut(l, " "); id != strconv.Itoa(i+1) {
 			t.Fatalf("history line %d = %q: the checkpoints of the turns are not one sequence", i+1, l)
+		}
+	}
+	page := func(args ...string) []string { // the ids a history page lists
+		_, out, _ := runCLI(t, append([]string{"threads", "history", "conv", "--store", "sqlite:" + filepath.Join(dir, "state.db")}, args...)...)
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			id, _, _ := strings.Cut(l, " ")
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--limit", "2"}, "24 23"},
+		{[]string{"--before", "10", "--limit", "2"}, "9 8"},
+		{[]string{"--status", "completed"}, "18 9"},
+	} {
+		if got := strings.Join(page(c.args...), " "); got != c.want {
+			t.Errorf("history %v lists %s, want %s (newest first)", c.args, got, c.want)
 		}
 	}
 	code, out, errOut = runCLI(t, "threads", "show", "conv", "--store", "sqlite:"+filepath.Join(dir, "state.db"))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -22,10 +23,16 @@ func newThreads() *cobra.Command {
 	show := &cobra.Command{Use: "show THREAD", Short: "Print a thread's state, where it stands and what it waits on, at its newest checkpoint or --checkpoint ID, as JSON",
 		Args: cobra.ExactArgs(1), RunE: threadsShow}
 	show.Flags().Int64("checkpoint", 0, "the checkpoint id (default: the newest)")
+	show.Flags().Bool("raw", false, "print the stored checkpoint itself: its writes, interrupt and meta (usage, journal)")
+	history := &cobra.Command{Use: "history THREAD", Short: "List a thread's checkpoints, newest first", Args: cobra.ExactArgs(1), RunE: threadsHistory}
+	history.Flags().Int("limit", 0, "list at most this many (default: all)")
+	history.Flags().Int64("before", 0, "list only checkpoints older than this id (the next page)")
+	history.Flags().String("status", "", "list only checkpoints of this status: running, interrupted, completed, failed, cancelled")
+	history.Flags().Bool("oldest-first", false, "list the oldest first")
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
 		show,
-		&cobra.Command{Use: "history THREAD", Short: "List a thread's checkpoints", Args: cobra.ExactArgs(1), RunE: threadsHistory},
+		history,
 	)
 	return cmd
 }
@@ -81,6 +88,9 @@ func threadsShow(cmd *cobra.Command, args []string) error {
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
+	if raw, _ := cmd.Flags().GetBool("raw"); raw {
+		return enc.Encode(cps[len(cps)-1])
+	}
 	g, err := pipelineOf(cmd, cps[len(cps)-1].Pipeline)
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "runner: the state is not rebuilt (%v); the raw checkpoint follows\n", err)
@@ -124,9 +134,25 @@ func threadsHistory(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
+	f := cmd.Flags()
+	limit, _ := f.GetInt("limit")
+	before, _ := f.GetInt64("before")
+	status, _ := f.GetString("status")
+	oldest, _ := f.GetBool("oldest-first")
+	if !oldest {
+		slices.Reverse(hist)
+	}
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSTEP\tNODE\tNEXT\tSTATUS\tTIME")
+	shown := 0
 	for _, cp := range hist {
+		if (before > 0 && cp.ID >= before) || (status != "" && cp.Status != status) {
+			continue
+		}
+		if limit > 0 && shown == limit {
+			break
+		}
+		shown++
 		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", cp.ID, cp.Step, cp.Node, cp.Next, cp.Status, cp.CreatedAt.Format("15:04:05.000"))
 	}
 	return w.Flush()
