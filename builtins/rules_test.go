@@ -648,3 +648,36 @@ nodes:
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 }
+
+// TestPrunedThreadResumes prunes a paused thread to its newest checkpoint
+// (compacting it into a snapshot) and resumes it: it ends as an unpruned
+// thread does, the gated call run once.
+func TestPrunedThreadResumes(t *testing.T) {
+	approve := map[string]any{"approved": true}
+	final := func(prune bool) (string, int) {
+		g, cnt := gateRig(t, askToCreate)
+		e := engine(t)
+		paused(t, e, g, cnt)
+		removed := 0
+		if prune {
+			var err error
+			if removed, err = e.Prune(context.Background(), g, "t1", runner.Retention{Keep: 1}); err != nil {
+				t.Fatal(err)
+			}
+			hist, _ := e.Store.History(context.Background(), "t1")
+			if len(hist) != 1 || hist[0].Status != runner.StatusInterrupted {
+				t.Fatalf("after pruning to 1: %d checkpoints, status %s", len(hist), hist[0].Status)
+			}
+		}
+		res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
+		if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 1 {
+			t.Fatalf("prune=%v: %v %+v, %d calls", prune, err, res, cnt.calls())
+		}
+		return comparable(t, res.State), removed
+	}
+	want, _ := final(false)
+	got, removed := final(true)
+	if got != want || removed == 0 {
+		t.Errorf("pruned (%d removed) and resumed:\n%s\nwant\n%s", removed, got, want)
+	}
+}

@@ -193,11 +193,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 }
 
 func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
-	now := e.Now
-	if now == nil {
-		now = time.Now
-	}
-	r := &Run{Thread: thread, Graph: g, engine: e, now: now, meter: e.meter, tenant: tenant, rules: activeRules(g, tenant)}
+	r := &Run{Thread: thread, Graph: g, engine: e, now: e.now(), meter: e.meter, tenant: tenant, rules: activeRules(g, tenant)}
 	if g.Agent != nil {
 		r.agent = g.Agent.vars()
 	}

@@ -2,8 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // ThreadState is a thread at one checkpoint as a person reads it: the
@@ -39,4 +42,90 @@ func (e *Engine) State(ctx context.Context, g *Graph, thread string, id int64) (
 	cp := cps[len(cps)-1]
 	return &ThreadState{Thread: thread, Checkpoint: cp.ID, Step: cp.Step, Node: cp.Node, Next: cp.Next, Status: cp.Status,
 		Interrupt: pendingInterrupt(cp), State: state, Tenant: meta.Tenant, CreatedAt: cp.CreatedAt}, nil
+}
+
+// Retention says how much history a thread keeps: its newest Keep
+// checkpoints (0: all of them) and those younger than MaxAge (0: all).
+// What rebuilding its newest state needs — from its newest snapshot on —
+// is always kept, so a pruned thread resumes and continues as before.
+type Retention struct {
+	Keep   int           `yaml:"keep" json:"keep,omitempty"`
+	MaxAge time.Duration `yaml:"max_age" json:"max_age,omitempty"`
+}
+
+// Prune drops a thread of g's history beyond ret and returns how many
+// checkpoints it removed. When the newest snapshot is older than what ret
+// keeps, a thread that is not running first gets a compaction checkpoint:
+// the same status, next node and pending interrupt, with the whole state
+// rebuilt through g's reducers (with g nil, the history from the newest
+// snapshot on is kept instead).
+func (e *Engine) Prune(ctx context.Context, g *Graph, thread string, ret Retention) (int, error) {
+	if e.Store == nil {
+		return 0, errors.New("pruning needs a store")
+	}
+	hist, err := e.Store.History(ctx, thread)
+	if err != nil {
+		return 0, err
+	}
+	last := hist[len(hist)-1]
+	keepFrom := hist[0].ID
+	if ret.Keep > 0 {
+		keepFrom = max(keepFrom, last.ID-int64(ret.Keep)+1)
+	}
+	if ret.MaxAge > 0 {
+		cutoff := e.now()().Add(-ret.MaxAge)
+		for _, cp := range hist {
+			if cp.CreatedAt.Before(cutoff) {
+				keepFrom = max(keepFrom, cp.ID+1)
+			}
+		}
+	}
+	needed, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return 0, err
+	}
+	from := needed[0].ID
+	if from < keepFrom && last.Status != StatusRunning && g != nil {
+		if from, err = e.compact(ctx, g, needed); err != nil {
+			return 0, err
+		}
+		if ret.Keep > 0 { // the compaction is one of the newest kept
+			keepFrom = max(keepFrom, from-int64(ret.Keep)+1)
+		}
+	}
+	return e.Store.Prune(ctx, thread, min(keepFrom, from))
+}
+
+// compact writes the thread's newest state as a snapshot checkpoint that
+// stands where its newest checkpoint stands, and returns its ID.
+func (e *Engine) compact(ctx context.Context, g *Graph, cps []*store.Checkpoint) (int64, error) {
+	last := cps[len(cps)-1]
+	var lm meta
+	if err := decodeInto(last.Meta, &lm); err != nil {
+		return 0, err
+	}
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return 0, err
+	}
+	m.Error = lm.Error
+	snap, err := json.Marshal(state)
+	if err != nil {
+		return 0, err
+	}
+	metaJSON, err := json.Marshal(m)
+	if err != nil {
+		return 0, err
+	}
+	cp := *last
+	cp.ID, cp.Parent, cp.Node, cp.Writes, cp.Snapshot, cp.Meta, cp.CreatedAt = last.ID+1, last.ID, "", nil, snap, metaJSON, e.now()()
+	return cp.ID, e.Store.Put(ctx, &cp)
+}
+
+// now returns the engine's clock.
+func (e *Engine) now() func() time.Time {
+	if e.Now != nil {
+		return e.Now
+	}
+	return time.Now
 }

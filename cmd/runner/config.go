@@ -27,6 +27,10 @@ type Config struct {
 	// Budget overrides every agent's budget field by field
 	// (RUNNER_BUDGET_MAX_TOKENS=50000).
 	Budget runner.Budget `koanf:"-"`
+	// Retention is the history every thread keeps (retention: {keep: 100,
+	// max_age: 720h}): exec prunes a thread after each run, and `threads
+	// prune` without flags applies it to every thread.
+	Retention runner.Retention `koanf:"-"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.
@@ -69,6 +73,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	}
 	if err := k.UnmarshalWithConf("budget", &cfg.Budget, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return nil, fmt.Errorf("budget settings: %w", err)
+	}
+	if err := k.UnmarshalWithConf("retention", &cfg.Retention, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
+		return nil, fmt.Errorf("retention settings: %w", err)
 	}
 	if len(cfg.Paths) == 0 {
 		cfg.Paths = existing(defaultPaths)

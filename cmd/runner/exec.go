@@ -75,6 +75,11 @@ func runExec(cmd *cobra.Command, args []string) error {
 	tenant, _ := cmd.Flags().GetString("tenant")
 	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant}
 	res, err := execute(ctx, cmd, e, target)
+	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
+		if _, perr := e.Prune(context.WithoutCancel(ctx), target.graph, res.Thread, cfg.Retention); perr != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "runner: retention: %v\n", perr)
+		}
+	}
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):

@@ -264,3 +264,36 @@ nodes:
 		t.Fatalf("exit %d, want %d and a refusal naming the node: %s", code, exitFailed, errOut)
 	}
 }
+
+// TestPruneAndDelete: retention from the command line and from runner.yaml
+// keeps a thread's newest checkpoints; delete removes the thread.
+func TestPruneAndDelete(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "state.db")
+	if code, _, errOut := runCLI(t, execArgs(dir, "fraud_investigator", "--input", `{"transaction_id": "txn_1002"}`, "--thread", "f1")...); code != 0 {
+		t.Fatalf("exec: %s", errOut)
+	}
+	code, _, errOut := runCLI(t, "threads", "prune", "f1", "--keep", "3", "--store", db)
+	_, out, _ := runCLI(t, "threads", "history", "f1", "--store", db)
+	if code != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(out, "completed") {
+		t.Errorf("prune --keep 3: exit %d %s\n%s", code, errOut, out)
+	}
+	if code, _, errOut := runCLI(t, "threads", "show", "f1", "--store", db); code != 0 {
+		t.Errorf("show after prune: exit %d %s", code, errOut)
+	}
+	conf := filepath.Join(dir, "runner.yaml")
+	writeFile(t, conf, "paths: [pipelines, agents, rules]\nretention: {keep: 2}\n")
+	if code, _, errOut := runCLI(t, execArgs(dir, "fraud_investigator", "--config", conf, "--input", `{"transaction_id": "txn_1002"}`, "--thread", "f2")...); code != 0 {
+		t.Fatalf("exec with retention: %s", errOut)
+	}
+	if _, out, _ := runCLI(t, "threads", "history", "f2", "--store", db); strings.Count(out, "\n") != 3 {
+		t.Errorf("runner.yaml retention keep 2 after exec:\n%s", out)
+	}
+	if code, _, _ := runCLI(t, "threads", "delete", "f1", "--store", db); code != 0 {
+		t.Errorf("delete: exit %d", code)
+	}
+	if code, _, errOut := runCLI(t, "threads", "show", "f1", "--store", db); code != 1 || !strings.Contains(errOut, "not found") {
+		t.Errorf("show after delete: exit %d %s", code, errOut)
+	}
+}

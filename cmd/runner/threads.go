@@ -29,10 +29,16 @@ func newThreads() *cobra.Command {
 	history.Flags().Int64("before", 0, "list only checkpoints older than this id (the next page)")
 	history.Flags().String("status", "", "list only checkpoints of this status: running, interrupted, completed, failed, cancelled")
 	history.Flags().Bool("oldest-first", false, "list the oldest first")
+	prune := &cobra.Command{Use: "prune [THREAD...]", Short: "Drop old checkpoints (default: of every thread, by runner.yaml's retention); a pruned thread still resumes",
+		RunE: threadsPrune}
+	prune.Flags().Int("keep", 0, "keep each thread's newest N checkpoints")
+	prune.Flags().Duration("max-age", 0, "drop checkpoints older than this (720h: thirty days)")
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
 		show,
 		history,
+		&cobra.Command{Use: "delete THREAD", Short: "Delete a thread and its child threads with all their checkpoints", Args: cobra.ExactArgs(1), RunE: threadsDelete},
+		prune,
 	)
 	return cmd
 }
@@ -156,4 +162,69 @@ func threadsHistory(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", cp.ID, cp.Step, cp.Node, cp.Next, cp.Status, cp.CreatedAt.Format("15:04:05.000"))
 	}
 	return w.Flush()
+}
+
+func threadsDelete(cmd *cobra.Command, args []string) error {
+	st, err := openStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Delete(cmd.Context(), args[0]); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "deleted thread %s\n", args[0])
+	return nil
+}
+
+// threadsPrune applies a retention — the flags', else runner.yaml's — to
+// the threads named, or to every thread.
+func threadsPrune(cmd *cobra.Command, args []string) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return usageErr(err)
+	}
+	ret := cfg.Retention
+	if f := cmd.Flags(); f.Changed("keep") || f.Changed("max-age") {
+		ret.Keep, _ = f.GetInt("keep")
+		ret.MaxAge, _ = f.GetDuration("max-age")
+	}
+	if ret == (runner.Retention{}) {
+		return usageErr(errors.New("no retention: give --keep N or --max-age D, or set retention: in runner.yaml"))
+	}
+	st, err := openStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	threads := args
+	if len(threads) == 0 {
+		all, err := st.Threads(cmd.Context(), 0)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		for _, t := range all {
+			threads = append(threads, t.ID)
+		}
+	}
+	e := &runner.Engine{Store: st}
+	graphs := map[string]*runner.Graph{} // by pipeline: its reducers compact a thread
+	total := 0
+	for _, t := range threads {
+		hist, err := st.History(cmd.Context(), t)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		name := hist[len(hist)-1].Pipeline
+		if _, ok := graphs[name]; !ok {
+			graphs[name], _ = pipelineOf(cmd, name) // without definitions: no compaction
+		}
+		n, err := e.Prune(cmd.Context(), graphs[name], t, ret)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		total += n
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "pruned %d checkpoints of %d threads\n", total, len(threads))
+	return nil
 }

@@ -6,19 +6,29 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 )
 
 // memory is the in-process Store: a mutex and a map of threads, each the
-// slice of its checkpoints (ID i at index i-1). Nothing survives the process.
+// slice of its checkpoints from ID first on (ID i at index i-first).
+// Nothing survives the process.
 type memory struct {
 	mu      sync.RWMutex
-	threads map[string][]*Checkpoint
+	threads map[string]*memThread
 }
+
+type memThread struct {
+	first int64
+	cps   []*Checkpoint
+}
+
+// last is the thread's newest checkpoint ID.
+func (t *memThread) last() int64 { return t.first + int64(len(t.cps)) - 1 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
 func NewMemory() Store {
-	return &memory{threads: map[string][]*Checkpoint{}}
+	return &memory{threads: map[string]*memThread{}}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
@@ -28,30 +38,42 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 	c := clone(cp, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cps := m.threads[cp.Thread]
-	if last := int64(len(cps)); cp.ID != last+1 {
+	t := m.threads[cp.Thread]
+	last := int64(0)
+	if t != nil {
+		last = t.last()
+	}
+	if cp.ID != last+1 {
 		return conflict(cp.Thread, cp.ID, last)
 	}
-	m.threads[cp.Thread] = append(cps, c)
+	if t == nil {
+		t = &memThread{first: 1}
+		m.threads[cp.Thread] = t
+	}
+	t.cps = append(t.cps, c)
 	return nil
 }
 
 func (m *memory) Load(_ context.Context, thread string, id int64) ([]*Checkpoint, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	cps := m.threads[thread]
-	if id == 0 {
-		id = int64(len(cps))
-	}
-	if len(cps) == 0 || id < 1 || id > int64(len(cps)) {
+	t := m.threads[thread]
+	if t == nil {
 		return nil, notFound(thread, id)
 	}
-	from := id - 1
-	for from > 0 && len(cps[from].Snapshot) == 0 {
+	if id == 0 {
+		id = t.last()
+	}
+	if id < t.first || id > t.last() {
+		return nil, notFound(thread, id)
+	}
+	upto := id - t.first
+	from := upto
+	for from > 0 && len(t.cps[from].Snapshot) == 0 {
 		from--
 	}
-	out := make([]*Checkpoint, 0, id-from)
-	for _, c := range cps[from:id] {
+	out := make([]*Checkpoint, 0, upto-from+1)
+	for _, c := range t.cps[from : upto+1] {
 		out = append(out, clone(c, true))
 	}
 	return out, nil
@@ -60,12 +82,12 @@ func (m *memory) Load(_ context.Context, thread string, id int64) ([]*Checkpoint
 func (m *memory) History(_ context.Context, thread string) ([]*Checkpoint, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	cps := m.threads[thread]
-	if len(cps) == 0 {
+	t := m.threads[thread]
+	if t == nil {
 		return nil, notFound(thread, 0)
 	}
-	out := make([]*Checkpoint, len(cps))
-	for i, c := range cps {
+	out := make([]*Checkpoint, len(t.cps))
+	for i, c := range t.cps {
 		out[i] = clone(c, false)
 	}
 	return out, nil
@@ -74,8 +96,8 @@ func (m *memory) History(_ context.Context, thread string) ([]*Checkpoint, error
 func (m *memory) Threads(_ context.Context, limit int) ([]Thread, error) {
 	m.mu.RLock()
 	out := make([]Thread, 0, len(m.threads))
-	for id, cps := range m.threads {
-		last := cps[len(cps)-1]
+	for id, t := range m.threads {
+		last := t.cps[len(t.cps)-1]
 		out = append(out, Thread{ID: id, Pipeline: last.Pipeline, Status: last.Status,
 			Steps: last.Step, UpdatedAt: last.CreatedAt})
 	}
@@ -87,6 +109,35 @@ func (m *memory) Threads(_ context.Context, limit int) ([]Thread, error) {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (m *memory) Delete(_ context.Context, thread string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.threads[thread] == nil {
+		return notFound(thread, 0)
+	}
+	for id := range m.threads {
+		if id == thread || strings.HasPrefix(id, thread+"/") {
+			delete(m.threads, id)
+		}
+	}
+	return nil
+}
+
+func (m *memory) Prune(_ context.Context, thread string, keepFrom int64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.threads[thread]
+	if t == nil {
+		return 0, notFound(thread, 0)
+	}
+	cut := min(keepFrom, t.last()) - t.first
+	if cut <= 0 {
+		return 0, nil
+	}
+	t.cps, t.first = slices.Clone(t.cps[cut:]), t.first+cut
+	return int(cut), nil
 }
 
 // Close does nothing: the memory store stays usable until it is dropped.

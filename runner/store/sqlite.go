@@ -292,6 +292,37 @@ func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]Thread, error) 
 	return out, nil
 }
 
+// sqliteDelete removes a thread and its children ("<thread>/...").
+const sqliteDelete = `
+DELETE FROM checkpoints WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';
+DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';`
+
+func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
+	if _, err := s.History(ctx, thread); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, sqliteDelete, thread); err != nil {
+		return fmt.Errorf("store: delete: thread %q: %w", thread, err)
+	}
+	return nil
+}
+
+// sqlitePrune removes the checkpoints below ?2, never the newest.
+const sqlitePrune = `DELETE FROM checkpoints WHERE thread = ?1
+AND id < min(?2, (SELECT max(id) FROM checkpoints WHERE thread = ?1))`
+
+func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) (int, error) {
+	if _, err := s.History(ctx, thread); err != nil {
+		return 0, err
+	}
+	res, err := s.w.ExecContext(ctx, sqlitePrune, thread, keepFrom)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune: thread %q: %w", thread, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
 	var err error

@@ -84,6 +84,13 @@ type Store interface {
 	// Threads lists up to limit threads (all when limit <= 0), most
 	// recently updated first, ties broken by thread ID.
 	Threads(ctx context.Context, limit int) ([]Thread, error)
+	// Delete removes a thread and its child threads ("<thread>/...")
+	// with all their checkpoints. ErrNotFound for an unknown thread.
+	Delete(ctx context.Context, thread string) error
+	// Prune removes a thread's checkpoints with IDs below keepFrom, never
+	// its newest one, and returns how many it removed; the thread goes on
+	// with the IDs it had. ErrNotFound for an unknown thread.
+	Prune(ctx context.Context, thread string, keepFrom int64) (int, error)
 	// Close releases the store's resources.
 	Close() error
 }

@@ -62,6 +62,8 @@ func TestConformance(t *testing.T) {
 		{"threads are newest first, limited", testThreads},
 		{"concurrent puts to different threads", testConcurrentThreads},
 		{"concurrent puts of one id: one wins", testConcurrentConflict},
+		{"delete removes a thread and its children", testDelete},
+		{"prune keeps the newest; ids go on", testPrune},
 	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -430,4 +432,57 @@ func diffJSON(got, want json.RawMessage) string {
 		return fmt.Sprintf("got %s, want %s", got, want)
 	}
 	return ""
+}
+
+func testDelete(t *testing.T, s Store) {
+	ctx := context.Background()
+	for _, th := range []string{"t", "t/sub@1", "tx", "other"} {
+		putAll(t, s, th, 2, 1)
+	}
+	if err := s.Delete(ctx, "t"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for th, gone := range map[string]bool{"t": true, "t/sub@1": true, "tx": false, "other": false} {
+		if _, err := s.History(ctx, th); errors.Is(err, ErrNotFound) != gone {
+			t.Errorf("after Delete(t): History(%s) = %v, want gone %v", th, err, gone)
+		}
+	}
+	if threads, _ := s.Threads(ctx, 0); len(threads) != 2 {
+		t.Errorf("Threads after Delete: %v", threads)
+	}
+	if err := s.Delete(ctx, "t"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Delete of a deleted thread = %v, want ErrNotFound", err)
+	}
+}
+
+func testPrune(t *testing.T, s Store) {
+	ctx := context.Background()
+	putAll(t, s, "t", 6, 1, 4)
+	n, err := s.Prune(ctx, "t", 4)
+	if err != nil || n != 3 {
+		t.Fatalf("Prune(4) = %d, %v; want 3 removed", n, err)
+	}
+	hist, _ := s.History(ctx, "t")
+	if want := []int64{4, 5, 6}; !slices.Equal(ids(hist), want) {
+		t.Fatalf("History after Prune = %v, want %v", ids(hist), want)
+	}
+	cps, err := s.Load(ctx, "t", 0)
+	if err != nil || !slices.Equal(ids(cps), []int64{4, 5, 6}) {
+		t.Fatalf("Load after Prune = %v, %v", ids(cps), err)
+	}
+	if _, err := s.Load(ctx, "t", 2); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Load of a pruned id = %v, want ErrNotFound", err)
+	}
+	if err := s.Put(ctx, checkpoint("t", 7, false)); err != nil {
+		t.Fatalf("Put after Prune: %v", err)
+	}
+	if n, _ := s.Prune(ctx, "t", 100); n != 3 {
+		t.Errorf("Prune past the newest removed %d, want 3 (the newest stays)", n)
+	}
+	if hist, _ := s.History(ctx, "t"); !slices.Equal(ids(hist), []int64{7}) {
+		t.Errorf("History = %v, want [7]", ids(hist))
+	}
+	if _, err := s.Prune(ctx, "nope", 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Prune of an unknown thread = %v", err)
+	}
 }
