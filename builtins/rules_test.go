@@ -681,3 +681,67 @@ func TestPrunedThreadResumes(t *testing.T) {
 		t.Errorf("pruned (%d removed) and resumed:\n%s\nwant\n%s", removed, got, want)
 	}
 }
+
+// TestUpdateAndFork edits a paused thread and continues it, and forks it
+// (at its newest checkpoint and at its start) into threads that run on
+// their own; the original is unchanged by its forks.
+func TestUpdateAndFork(t *testing.T) {
+	ctx := context.Background()
+	approve := runner.ResumeOptions{Value: map[string]any{"approved": true}}
+	g, cnt := gateRig(t, append(slices.Clone(askToCreate), askToCreate...))
+	e := engine(t)
+	paused(t, e, g, cnt)
+
+	ts, err := e.Update(ctx, g, "t1", runner.Update{"notes": int64(5)}, "")
+	if err != nil || ts.Status != runner.StatusInterrupted || ts.Interrupt == nil || ts.State["notes"] != int64(5) {
+		t.Fatalf("update of a paused thread: %v %+v", err, ts)
+	}
+	if _, err := e.Fork(ctx, g, "t1", 0, "t1-fork"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Fork(ctx, g, "t1", 1, "t1-again"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Resume(ctx, g, "t1", approve)
+	if err != nil || res.Status != runner.StatusCompleted || res.State["notes"] != int64(6) || cnt.calls() != 1 {
+		t.Fatalf("resume after update: %v %+v (notes: 5 set, +1 by the lookup rule), %d calls", err, res, cnt.calls())
+	}
+	res, err = e.Resume(ctx, g, "t1-fork", approve)
+	if err != nil || res.Status != runner.StatusCompleted || res.State["notes"] != int64(6) || cnt.calls() != 2 || cnt.keys[1] != "t1-fork:c2" {
+		t.Fatalf("the fork at the pause: %v %+v, calls %v", err, res, cnt.keys)
+	}
+	res, err = e.Resume(ctx, g, "t1-again", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusInterrupted || !slices.Equal(res.Path, []string{"ask"}) {
+		t.Fatalf("the fork at the start runs from the start and pauses at the gate: %v %+v", err, res)
+	}
+	if _, err := e.Fork(ctx, g, "t1", 0, "t1-fork"); !errors.Is(err, runner.ErrThreadBusy) {
+		t.Errorf("a fork onto an existing thread: %v", err)
+	}
+}
+
+// TestUpdateAsNode writes to a completed thread as a node would: the
+// thread then stands at that node's next, and a resume continues there.
+func TestUpdateAsNode(t *testing.T) {
+	ctx := context.Background()
+	docs, diags := dsl.Parse("chat.yaml", []byte(chatSrc))
+	c, proj := checked(t, docs, diags)
+	g, err := c.Compile(proj, "chat", dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders([]dsl.Reply{{Text: "one"}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine(t)
+	if _, err := e.Run(ctx, g, "c", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := e.Update(ctx, g, "c", runner.Update{"turns": int64(10)}, "reply")
+	if err != nil || ts.Status != runner.StatusUpdated || ts.Next != "count" || ts.State["turns"] != int64(11) {
+		t.Fatalf("update as reply: %v %+v", err, ts)
+	}
+	res, err := e.Resume(ctx, g, "c", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusCompleted || !slices.Equal(res.Path, []string{"count"}) || res.State["turns"] != int64(12) {
+		t.Fatalf("continue after the update: %v %+v", err, res)
+	}
+	if _, err := e.Update(ctx, g, "c", nil, "nope"); !errors.Is(err, runner.ErrInput) {
+		t.Errorf("update as an unknown node: %v", err)
+	}
+}

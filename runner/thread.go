@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -128,4 +129,98 @@ func (e *Engine) now() func() time.Time {
 		return e.Now
 	}
 	return time.Now
+}
+
+// StatusUpdated is a thread whose state was edited (Engine.Update): it
+// stands at its next node, and a resume continues from there.
+const StatusUpdated = "updated"
+
+// Update writes values to a thread of g as if node asNode had returned
+// them: they go through the fields' reducers, and the thread then stands
+// at the node asNode's routes choose (END: it is completed). With asNode
+// empty the thread stays where it stands: a paused thread keeps waiting,
+// with the edited state. A running thread cannot be edited.
+func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Update, asNode string) (*ThreadState, error) {
+	if e.Store == nil {
+		return nil, errors.New("updating a thread needs a store")
+	}
+	cps, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	last := cps[len(cps)-1]
+	if last.Status == StatusRunning {
+		return nil, fmt.Errorf("%w: thread %s is running (or crashed mid-step); resume it before editing it", ErrThreadBusy, thread)
+	}
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return nil, err
+	}
+	values = normalizeObject(values)
+	if state, err = merge(g, state, values); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	r := e.newRun(g, thread, m.Tenant)
+	r.id, r.step, r.turn, r.input = last.ID, last.Step, m.Turn, m.Input
+	if r.ownsMeter {
+		r.meter.restore(m)
+	}
+	rec := cpRecord{node: last.Node, next: last.Next, status: last.Status, writes: values, state: state}
+	if asNode == "" { // it stays where it stands: a paused step keeps its interrupt and its journal
+		rec.interrupt = pendingInterrupt(last)
+		r.restoreJournal(m.Journal, m.Pending)
+	}
+	if asNode != "" {
+		s := g.Nodes[asNode]
+		if s == nil {
+			return nil, fmt.Errorf("%w: pipeline %s has no node %q", ErrInput, g.Name, asNode)
+		}
+		r.vars = map[string]any{"input": r.input, "budget": map[string]any{}}
+		if rec.next, err = r.route(s, state); err != nil {
+			return nil, err
+		}
+		rec.node, rec.status = asNode, StatusUpdated
+		if rec.next == End {
+			rec.status = StatusCompleted
+		}
+		// what follows is a run of its own: limits count from here
+		r.turn, rec.snapshot = last.Step, true
+	}
+	if err := r.checkpoint(ctx, rec); err != nil {
+		return nil, err
+	}
+	return e.State(ctx, g, thread, 0)
+}
+
+// Fork starts thread to as a copy of thread from at its checkpoint id (0:
+// the newest): the same state, standing at the same node with the same
+// pending interrupt, its own history from there. The original is not
+// changed.
+func (e *Engine) Fork(ctx context.Context, g *Graph, from string, id int64, to string) (*ThreadState, error) {
+	if e.Store == nil {
+		return nil, errors.New("forking a thread needs a store")
+	}
+	if _, err := e.Store.History(ctx, to); err == nil {
+		return nil, fmt.Errorf("%w: thread %s already exists", ErrThreadBusy, to)
+	}
+	cps, err := e.Store.Load(ctx, from, id)
+	if err != nil {
+		return nil, err
+	}
+	at := cps[len(cps)-1]
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return nil, err
+	}
+	r := e.newRun(g, to, m.Tenant)
+	r.step, r.turn, r.input = at.Step, m.Turn, m.Input
+	if r.ownsMeter {
+		r.meter.restore(m)
+	}
+	r.restoreJournal(m.Journal, m.Pending) // a step paused or cut short goes on in the fork
+	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true, interrupt: pendingInterrupt(at)}
+	if err := r.checkpoint(ctx, rec); err != nil {
+		return nil, err
+	}
+	return e.State(ctx, g, to, 0)
 }

@@ -203,6 +203,21 @@ func TestExecConversation(t *testing.T) {
 		shown.Interrupt.Rule != "platform:hitl_on_mutating_capability" || len(shown.State.Messages) == 0 {
 		t.Errorf("threads show: exit %d\n%s%s", code, out, errOut)
 	}
+	db := "sqlite:" + filepath.Join(dir, "state.db")
+	if code, out, errOut := runCLI(t, "threads", "fork", "conv", "--to", "conv2", "--store", db); code != 0 || !strings.Contains(out, `"thread": "conv2"`) {
+		t.Fatalf("fork: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "threads", "update", "conv2", "--values", `{"metadata": {"reviewed": true}}`, "--store", db)
+	if code != 0 || !strings.Contains(out, `"reviewed": true`) || !strings.Contains(out, `"status": "interrupted"`) {
+		t.Fatalf("update of the paused fork: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, execArgs(dir, "rule_37", "--resume", "conv2", "--script", script, "--value", `{"approved": true}`)...)
+	if code != 0 || !strings.Contains(out, `"tool_name": "create_entity"`) || !strings.Contains(out, `"status": "SUCCESS"`) {
+		t.Errorf("resume of the edited fork (the approved call runs): exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "threads", "update", "conv2", "--values", `{"nope": 1}`, "--store", db); code != 2 {
+		t.Errorf("update of an undeclared field: exit %d %s", code, errOut)
+	}
 }
 
 // TestExecIntegerInput: an integer from --input is an integer to CEL (a

@@ -33,12 +33,20 @@ func newThreads() *cobra.Command {
 		RunE: threadsPrune}
 	prune.Flags().Int("keep", 0, "keep each thread's newest N checkpoints")
 	prune.Flags().Duration("max-age", 0, "drop checkpoints older than this (720h: thirty days)")
+	update := &cobra.Command{Use: "update THREAD", Short: "Write values to a thread's state, as --as-node would have (then resume it), or in place", Args: cobra.ExactArgs(1), RunE: threadsUpdate}
+	update.Flags().String("values", "", "the state updates, as JSON or @FILE (they go through the fields' reducers)")
+	update.Flags().String("as-node", "", "write them as this node would have: the thread then stands at the node its routes choose")
+	fork := &cobra.Command{Use: "fork THREAD --to NEW", Short: "Start thread NEW as a copy of THREAD at its newest checkpoint or --checkpoint ID", Args: cobra.ExactArgs(1), RunE: threadsFork}
+	fork.Flags().Int64("checkpoint", 0, "the checkpoint to fork at (default: the newest)")
+	fork.Flags().String("to", "", "the new thread's id")
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
 		show,
 		history,
 		&cobra.Command{Use: "delete THREAD", Short: "Delete a thread and its child threads with all their checkpoints", Args: cobra.ExactArgs(1), RunE: threadsDelete},
 		prune,
+		update,
+		fork,
 	)
 	return cmd
 }
@@ -227,4 +235,67 @@ func threadsPrune(cmd *cobra.Command, args []string) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "pruned %d checkpoints of %d threads\n", total, len(threads))
 	return nil
+}
+
+// threadGraph opens the store and compiles the pipeline a thread runs.
+func threadGraph(cmd *cobra.Command, thread string) (store.Store, *runner.Graph, error) {
+	st, err := openStore(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	hist, err := st.History(cmd.Context(), thread)
+	if err != nil {
+		st.Close()
+		return nil, nil, &exitError{code: 1, err: err}
+	}
+	g, err := pipelineOf(cmd, hist[len(hist)-1].Pipeline)
+	if err != nil {
+		st.Close()
+		return nil, nil, usageErr(err)
+	}
+	return st, g, nil
+}
+
+func threadsUpdate(cmd *cobra.Command, args []string) error {
+	v, err := jsonFlag(cmd, "values")
+	values, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return usageErr(errors.Join(err, errors.New(`--values takes a JSON object of state fields, e.g. '{"status": "REVIEWED"}'`)))
+	}
+	st, g, err := threadGraph(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	asNode, _ := cmd.Flags().GetString("as-node")
+	ts, err := (&runner.Engine{Store: st}).Update(cmd.Context(), g, args[0], values, asNode)
+	return printThread(cmd, ts, err)
+}
+
+func threadsFork(cmd *cobra.Command, args []string) error {
+	to, _ := cmd.Flags().GetString("to")
+	if to == "" {
+		return usageErr(errors.New("fork needs --to NEW, the new thread's id"))
+	}
+	st, g, err := threadGraph(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id, _ := cmd.Flags().GetInt64("checkpoint")
+	ts, err := (&runner.Engine{Store: st}).Fork(cmd.Context(), g, args[0], id, to)
+	return printThread(cmd, ts, err)
+}
+
+// printThread prints a thread's state, or the error that refused it.
+func printThread(cmd *cobra.Command, ts *runner.ThreadState, err error) error {
+	switch {
+	case errors.Is(err, runner.ErrInput), errors.Is(err, runner.ErrThreadBusy):
+		return usageErr(err)
+	case err != nil:
+		return &exitError{code: 1, err: err}
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(ts)
 }
