@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -105,7 +106,7 @@ func threadsShow(cmd *cobra.Command, args []string) error {
 	if raw, _ := cmd.Flags().GetBool("raw"); raw {
 		return enc.Encode(cps[len(cps)-1])
 	}
-	g, err := pipelineOf(cmd, cps[len(cps)-1].Pipeline)
+	g, err := graphOf(cmd, st, args[0])
 	if err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "runner: the state is not rebuilt (%v); the raw checkpoint follows\n", err)
 		return enc.Encode(cps[len(cps)-1])
@@ -117,9 +118,29 @@ func threadsShow(cmd *cobra.Command, args []string) error {
 	return enc.Encode(ts)
 }
 
-// pipelineOf compiles the project's pipeline called name, for its reducers:
-// no tool is called and no model is asked.
-func pipelineOf(cmd *cobra.Command, name string) (*runner.Graph, error) {
+// graphOf compiles what a thread runs — its pipeline, for the agent its
+// newest snapshot names — so that its checkpoints keep their definitions'
+// hash.
+func graphOf(cmd *cobra.Command, st store.Store, thread string) (*runner.Graph, error) {
+	cps, err := st.Load(cmd.Context(), thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	var m struct{ Defs map[string]string }
+	_ = json.Unmarshal(cps[0].Meta, &m)
+	agent := ""
+	for k := range m.Defs {
+		if name, ok := strings.CutPrefix(k, dsl.KindAgent+"/"); ok {
+			agent = name
+		}
+	}
+	return pipelineFor(cmd, cps[len(cps)-1].Pipeline, agent)
+}
+
+// pipelineFor compiles pipeline name run by agent (empty: any agent that
+// runs it, so that a pipeline calling its agent's model compiles), for its
+// reducers: no tool is called and no model is asked.
+func pipelineFor(cmd *cobra.Command, name, agent string) (*runner.Graph, error) {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return nil, err
@@ -128,11 +149,10 @@ func pipelineOf(cmd *cobra.Command, name string) (*runner.Graph, error) {
 	if err != nil || diags.HasErrors(false) {
 		return nil, errors.Join(err, errors.New("the definitions here do not load"))
 	}
-	opt := dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil)}
-	for _, a := range proj.Agents { // a pipeline that calls its agent's model compiles with one of them
-		if a.Pipeline == name {
-			opt.Agent = a
-			break
+	opt := dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil), Agent: proj.Agents[agent]}
+	for _, n := range slices.Sorted(maps.Keys(proj.Agents)) { // a pipeline that calls its agent's model compiles with one
+		if opt.Agent == nil && proj.Agents[n].Pipeline == name {
+			opt.Agent = proj.Agents[n]
 		}
 	}
 	return checker.Compile(proj, name, opt)
@@ -216,18 +236,10 @@ func threadsPrune(cmd *cobra.Command, args []string) error {
 		}
 	}
 	e := &runner.Engine{Store: st}
-	graphs := map[string]*runner.Graph{} // by pipeline: its reducers compact a thread
 	total := 0
 	for _, t := range threads {
-		hist, err := st.History(cmd.Context(), t)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		name := hist[len(hist)-1].Pipeline
-		if _, ok := graphs[name]; !ok {
-			graphs[name], _ = pipelineOf(cmd, name) // without definitions: no compaction
-		}
-		n, err := e.Prune(cmd.Context(), graphs[name], t, ret)
+		g, _ := graphOf(cmd, st, t) // without definitions: no compaction
+		n, err := e.Prune(cmd.Context(), g, t, ret)
 		if err != nil {
 			return &exitError{code: 1, err: err}
 		}
@@ -243,13 +255,11 @@ func threadGraph(cmd *cobra.Command, thread string) (store.Store, *runner.Graph,
 	if err != nil {
 		return nil, nil, err
 	}
-	hist, err := st.History(cmd.Context(), thread)
-	if err != nil {
+	g, err := graphOf(cmd, st, thread)
+	if errors.Is(err, store.ErrNotFound) {
 		st.Close()
 		return nil, nil, &exitError{code: 1, err: err}
-	}
-	g, err := pipelineOf(cmd, hist[len(hist)-1].Pipeline)
-	if err != nil {
+	} else if err != nil {
 		st.Close()
 		return nil, nil, usageErr(err)
 	}
