@@ -218,6 +218,13 @@ func TestExecConversation(t *testing.T) {
 	if code, _, errOut := runCLI(t, "threads", "update", "conv2", "--values", `{"nope": 1}`, "--store", db); code != 2 {
 		t.Errorf("update of an undeclared field: exit %d %s", code, errOut)
 	}
+	if code, _, errOut := runCLI(t, "threads", "prune", "conv", "--keep", "1", "--store", db); code != 0 {
+		t.Fatalf("prune of the paused thread: exit %d %s", code, errOut)
+	}
+	code, out, errOut = runCLI(t, execArgs(dir, "rule_37", "--resume", "conv", "--script", script, "--value", `{"approved": true}`)...)
+	if code != 0 || !strings.Contains(out, `"tool_name": "create_entity"`) {
+		t.Errorf("resume of the pruned thread (no --force): exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // TestExecIntegerInput: an integer from --input is an integer to CEL (a
