@@ -1,11 +1,16 @@
 package dsl
 
-import "go.yaml.in/yaml/v3"
+import (
+	"maps"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // agentModels sets every pipeline's AgentModel: the first node, of the
 // pipeline or of one it runs as a subgraph, that calls the agent's model.
 func (k *check) agentModels() {
-	for _, name := range sortedNames(k.proj.Pipelines) {
+	for _, name := range slices.Sorted(maps.Keys(k.proj.Pipelines)) {
 		p := k.proj.Pipelines[name]
 		p.AgentModel = k.agentModelOf(p, map[string]bool{})
 	}
@@ -66,7 +71,7 @@ func (k *check) modelsWithoutAgent() {
 	for _, a := range k.proj.Agents {
 		k.markRun(a.Pipeline, run)
 	}
-	for _, name := range sortedNames(k.proj.Pipelines) {
+	for _, name := range slices.Sorted(maps.Keys(k.proj.Pipelines)) {
 		p := k.proj.Pipelines[name]
 		if n := p.ownAgentModel; n != nil && !run[name] {
 			k.diags.Warnf(p.Doc.Pos(mapGet(n.value, "type")), CodeModelAgent, "node %q calls the agent's model, and no agent runs pipeline %q", n.Name, name).Hint =

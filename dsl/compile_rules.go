@@ -2,8 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 
 	"github.com/runner-dev/runner/runner"
 )
@@ -33,7 +33,7 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 		}
 		return nil
 	}
-	names := sortedNames(c.proj.RuleSets)
+	names := slices.Sorted(maps.Keys(c.proj.RuleSets))
 	for _, n := range names {
 		if rs := c.proj.RuleSets[n]; rs.Platform && rs.Tenant == "" && rs.appliesTo(p) {
 			if err := add(n, "platform", ""); err != nil {
@@ -48,7 +48,7 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 			}
 		}
 	}
-	for _, s := range sortedNames(c.proj.Skills) {
+	for _, s := range slices.Sorted(maps.Keys(c.proj.Skills)) {
 		for _, n := range c.proj.Skills[s].Rules {
 			if err := add(n, "skill", s); err != nil {
 				return nil, err
@@ -92,13 +92,4 @@ func compileRule(r *Rule, scope, skill, tenant string) (*runner.Rule, error) {
 		rule.Action.HITL = &h
 	}
 	return rule, nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

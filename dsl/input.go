@@ -6,7 +6,6 @@ import (
 	"math"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -139,7 +138,7 @@ func (p *Pipeline) checkInput(v any) (map[string]any, []InputProblem) {
 	}
 	var problems []InputProblem
 	out := make(map[string]any, len(input))
-	for _, name := range sortedKeys(input) {
+	for _, name := range slices.Sorted(maps.Keys(input)) {
 		t, ok := decl.Fields[name]
 		if !ok {
 			problems = append(problems, InputProblem{Path: []any{name}, Message: "is not " + where, unknown: true,
@@ -260,7 +259,7 @@ func (c *conformance) object(v any, t *Type, path []any) (any, bool) {
 		return m, false
 	}
 	var out map[string]any
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		sub := append(path[:len(path):len(path)], k)
 		ft, ok := t.Fields[k]
 		if !ok {
@@ -308,13 +307,4 @@ func jsonText(v any) string {
 		s = s[:37] + "..."
 	}
 	return s
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -146,16 +146,17 @@ func (e *callEntry) pausedAt(now time.Time, h *HITL) {
 	}
 }
 
-// gateOf returns the HITL settings of a rule.
-func (r *Run) gateOf(key string) *HITL {
+// gateRule returns the require_hitl rule called key (a gate with default
+// settings when the definitions no longer have it).
+func (r *Run) gateRule(key string) *Rule {
 	for _, rules := range r.rules {
 		for _, rule := range rules {
 			if rule.Key == key && rule.Action.HITL != nil {
-				return rule.Action.HITL
+				return rule
 			}
 		}
 	}
-	return &HITL{}
+	return &Rule{Key: key, Action: Action{Kind: ActRequireHITL, HITL: &HITL{}}}
 }
 
 // decide settles the gated calls of a round: an expired gate takes its
@@ -170,7 +171,7 @@ func (r *Run) decide(gated []*toolCall) error {
 	if !ok {
 		return r.gateInterrupt(gated, false)
 	}
-	if h := r.gateOf(gated[0].entry.Rule); h.Check != nil {
+	if h := r.gateRule(gated[0].entry.Rule).Action.HITL; h.Check != nil {
 		if err := h.Check(v); err != nil {
 			return InvalidResume(fmt.Errorf("resume_schema: %w", err))
 		}
@@ -199,7 +200,7 @@ func (r *Run) decide(gated []*toolCall) error {
 // accept checks a decision against its gate: an allowed type, and edited
 // arguments the tool accepts.
 func (r *Run) accept(c *toolCall, d *Decision) error {
-	h := r.gateOf(c.entry.Rule)
+	h := r.gateRule(c.entry.Rule).Action.HITL
 	if !h.allowed(d.Type) {
 		return fmt.Errorf("%s is not allowed here; allowed: %v", d.Type, h.Decisions)
 	}
@@ -226,7 +227,7 @@ func (r *Run) expire(gated []*toolCall) bool {
 			continue
 		}
 		cp := *e
-		cp.Decision = &Decision{Type: or(r.gateOf(e.Rule).OnExpire, DecisionReject), Message: "no decision before " + stamp(*e.Expires)}
+		cp.Decision = &Decision{Type: or(r.gateRule(e.Rule).Action.HITL.OnExpire, DecisionReject), Message: "no decision before " + stamp(*e.Expires)}
 		c.entry = r.journal(&cp)
 		r.emit(EventRule, r.in.Node, map[string]any{"rule": e.Rule, "action": "expired", "decision": cp.Decision.Type})
 	}
@@ -316,7 +317,8 @@ func ids(calls []*toolCall) []string {
 // an approval card — with the rule, checkpoint type, call ids and expiry.
 func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
 	rule := calls[0].entry.Rule
-	h := r.gateOf(rule)
+	gate := r.gateRule(rule)
+	h := gate.Action.HITL
 	decisions := h.Decisions
 	if len(decisions) == 0 {
 		decisions = []string{DecisionApprove, DecisionEdit, DecisionReject, DecisionRespond}
@@ -328,7 +330,7 @@ func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
 	var msg string
 	for _, c := range calls {
 		vars := r.toolVars(c, c.entry.Exec)
-		desc, err := render(r.ruleText(rule), vars)
+		desc, err := render(gate.Action.Text, vars)
 		if err != nil || desc == "" {
 			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, rule)
 		}
@@ -346,17 +348,6 @@ func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
 		payload["result"] = calls[0].entry.Exec.Value()
 	}
 	return &Interrupt{Kind: or(h.CheckpointType, "approval"), Rule: rule, Message: msg, Payload: payload, ResumeSchema: h.ResumeSchema}
-}
-
-func (r *Run) ruleText(key string) Evaluator {
-	for _, rules := range r.rules {
-		for _, rule := range rules {
-			if rule.Key == key {
-				return rule.Action.Text
-			}
-		}
-	}
-	return nil
 }
 
 func (r *Run) agentName() string {
