@@ -165,15 +165,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		}
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
-	r := e.newRun(g, thread, meta.Tenant)
-	r.id, r.step, r.turn, r.input, r.snapSize = last.ID, last.Step, meta.Turn, meta.Input, len(cps[0].Snapshot)
-	r.restoreJournal(meta.Journal, meta.Pending)
-	for _, cp := range cps[1:] {
-		r.sinceSnap += len(cp.Writes)
-	}
-	if r.ownsMeter {
-		r.meter.restore(meta)
-	}
+	r := e.reopen(g, thread, cps, meta)
 	opt.Value = NormalizeJSON(opt.Value)
 	var resume *delivery
 	if last.Status == StatusInterrupted {
@@ -190,6 +182,23 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	}
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "resume": true})
 	return r.loop(ctx, state, last.Next, resume)
+}
+
+// reopen continues a thread in a new Run where its checkpoints cps (from
+// the newest snapshot) leave it: checkpoint id, step, turn, input,
+// tenant, usage, and the journal of a step not finished.
+func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *meta) *Run {
+	at := cps[len(cps)-1]
+	r := e.newRun(g, thread, m.Tenant)
+	r.id, r.step, r.turn, r.input, r.snapSize = at.ID, at.Step, m.Turn, m.Input, len(cps[0].Snapshot)
+	for _, cp := range cps[1:] {
+		r.sinceSnap += len(cp.Writes)
+	}
+	if r.ownsMeter {
+		r.meter.restore(m)
+	}
+	r.restoreJournal(m.Journal, m.Pending)
+	return r
 }
 
 func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {

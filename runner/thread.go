@@ -160,17 +160,12 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 	if state, err = merge(g, state, values); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
-	r := e.newRun(g, thread, m.Tenant)
-	r.id, r.step, r.turn, r.input = last.ID, last.Step, m.Turn, m.Input
-	if r.ownsMeter {
-		r.meter.restore(m)
-	}
+	r := e.reopen(g, thread, cps, m)
 	rec := cpRecord{node: last.Node, next: last.Next, status: last.Status, writes: values, state: state}
 	if asNode == "" { // it stays where it stands: a paused step keeps its interrupt and its journal
 		rec.interrupt = pendingInterrupt(last)
-		r.restoreJournal(m.Journal, m.Pending)
-	}
-	if asNode != "" {
+	} else {
+		r.calls, r.sideUpd = nil, nil // the step it stood in is left
 		s := g.Nodes[asNode]
 		if s == nil {
 			return nil, fmt.Errorf("%w: pipeline %s has no node %q", ErrInput, g.Name, asNode)
@@ -212,12 +207,8 @@ func (e *Engine) Fork(ctx context.Context, g *Graph, from string, id int64, to s
 	if err != nil {
 		return nil, err
 	}
-	r := e.newRun(g, to, m.Tenant)
-	r.step, r.turn, r.input = at.Step, m.Turn, m.Input
-	if r.ownsMeter {
-		r.meter.restore(m)
-	}
-	r.restoreJournal(m.Journal, m.Pending) // a step paused or cut short goes on in the fork
+	r := e.reopen(g, to, cps, m)            // a step paused or cut short goes on in the fork
+	r.id, r.snapSize, r.sinceSnap = 0, 0, 0 // a new thread: its history starts here
 	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true, interrupt: pendingInterrupt(at)}
 	if err := r.checkpoint(ctx, rec); err != nil {
 		return nil, err
