@@ -225,3 +225,23 @@ func TestChildSharesBudget(t *testing.T) {
 		t.Fatalf("child status %v, parent usage %+v; want the child stopped by the parent's 4 LLM calls", res.State["status"], res.Usage)
 	}
 }
+
+// TestCallToolCancelled: a call that gets through while its run is being
+// cancelled ends the node with the cancellation, never with an empty
+// outcome and no error.
+func TestCallToolCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	work := fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
+		o, err := in.Run.CallTool(ctx, runner.ToolRequest{Spec: &runner.ToolSpec{Name: "ignores_ctx",
+			Tool: runner.ToolFunc(func(context.Context, *runner.ToolCall) (any, error) { cancel(); return "done", nil })}})
+		if err == nil && o.Exec == nil {
+			t.Error("CallTool returned no outcome and no error")
+		}
+		return nil, err
+	})
+	g := &runner.Graph{Name: "c", Start: "work", Hash: "h", Fields: map[string]runner.Field{},
+		Nodes: map[string]*runner.Step{"work": {Name: "work", Node: work, Routes: []runner.Route{{To: runner.End}}}}}
+	if _, err := (&runner.Engine{}).Run(context.Background(), g, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+}

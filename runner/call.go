@@ -174,7 +174,10 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 		r.emit(EventToolCall, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "args": c.info.Args})
 	}
 	o := r.invoke(ctx, c)
-	if MustStop(ctx.Err(), o.Err) {
+	if MustStop(ctx.Err(), o.Err) { // a cancelled run stops even when the call itself got through
+		if o.Err == nil {
+			return ToolOutcome{}, ctx.Err()
+		}
 		return ToolOutcome{}, o.Err
 	}
 	r.setState(o.state)
