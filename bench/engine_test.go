@@ -10,6 +10,7 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/stores"
 )
 
 var tools = []string{"context_tool", "pattern_tool", "similarity_tool", "reasoning_tool", "recommendation_tool", "rule_draft_tool"}
@@ -138,7 +139,7 @@ func BenchmarkStep(b *testing.B) {
 func benchEngine(b *testing.B, g *runner.Graph, dsn string, input map[string]any) {
 	e := &runner.Engine{}
 	if dsn != "" {
-		st, err := store.Open(dsn)
+		st, err := stores.Open(dsn)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func BenchmarkLargeList(b *testing.B) {
 					Routes: []runner.Route{{When: cond(func(s runner.State) bool { return s["n"].(int64) >= steps }), To: runner.End}, {To: "inc"}},
 				}},
 			}
-			st, _ := store.Open("memory:")
+			st := store.NewMemory()
 			defer st.Close()
 			var first time.Time
 			var inSteps time.Duration

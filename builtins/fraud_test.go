@@ -71,7 +71,7 @@ func TestFraudResumeAfterCrash(t *testing.T) {
 	}
 	for n := 2; n <= 15; n++ {
 		t.Run(fmt.Sprintf("crash-at-checkpoint-%d", n), func(t *testing.T) {
-			mem, _ := store.Open("memory:")
+			mem := store.NewMemory()
 			defer mem.Close()
 			if _, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}}).Run(ctx, g, "t", input); err == nil {
 				t.Fatal("the run survived its store")

@@ -48,10 +48,7 @@ func compile(t *testing.T, src, name string, mocks map[string]runner.Tool) *runn
 }
 
 func engine(t *testing.T) *runner.Engine {
-	st, err := store.Open("memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := store.NewMemory()
 	t.Cleanup(func() { st.Close() })
 	return &runner.Engine{Store: st}
 }

@@ -264,7 +264,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, _ := store.Open("memory:")
+			st := store.NewMemory()
 			defer st.Close()
 			var mu sync.Mutex
 			var events []runner.Event

@@ -16,6 +16,7 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/stores"
 )
 
 // gateSrc is an agent whose model asks to look an entity up and create
@@ -352,7 +353,7 @@ func TestGateColdResume(t *testing.T) {
 	final := func(cold bool) string {
 		db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
 		open := func() store.Store {
-			st, err := store.Open(db)
+			st, err := stores.Open(db)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -398,7 +399,7 @@ func TestGateCrash(t *testing.T) {
 	want, last, usage := ref()
 	for n := 1; n <= last; n++ {
 		g, cnt := gateRig(t, askToCreate)
-		mem, _ := store.Open("memory:")
+		mem := store.NewMemory()
 		paused(t, &runner.Engine{Store: mem}, g, cnt)
 		_, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}}).Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: approve})
 		if err == nil {

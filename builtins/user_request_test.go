@@ -74,10 +74,7 @@ func newUserRequestRig(t *testing.T, script []dsl.Reply, mocks func(*dsl.Project
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open("memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := store.NewMemory()
 	t.Cleanup(func() { st.Close() })
 	return &userRequestRig{graph: g, provider: rec, engine: &runner.Engine{Store: st}}
 }

@@ -51,10 +51,7 @@ func loopGraph(limit int64, maxSteps int) *runner.Graph {
 
 func newStore(t *testing.T) store.Store {
 	t.Helper()
-	st, err := store.Open("memory:")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := store.NewMemory()
 	t.Cleanup(func() { st.Close() })
 	return st
 }

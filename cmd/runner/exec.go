@@ -17,7 +17,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
-	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/stores"
 )
 
 // Exit codes of exec.
@@ -65,7 +65,7 @@ func runExec(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	storeDSN, _ := cmd.Flags().GetString("store")
-	st, err := store.Open(storeDSN)
+	st, err := stores.Open(storeDSN)
 	if err != nil {
 		return usageErr(err)
 	}

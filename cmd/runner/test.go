@@ -119,7 +119,7 @@ func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *ds
 // steps; it returns the problems that stop the test, or the final result
 // and the path of nodes run across resumes.
 func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callLog) ([]string, *runner.Result, []string) {
-	st, _ := store.Open("memory:")
+	st := store.NewMemory()
 	defer st.Close()
 	clock := &testClock{}
 	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}

@@ -16,6 +16,7 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/stores"
 )
 
 func newThreads() *cobra.Command {
@@ -62,7 +63,7 @@ func openStore(cmd *cobra.Command) (store.Store, error) {
 			return nil, usageErr(fmt.Errorf("store %s: %w; give the --store the runs used", dsn, err))
 		}
 	}
-	st, err := store.Open(dsn)
+	st, err := stores.Open(dsn)
 	if err != nil {
 		return nil, usageErr(err)
 	}

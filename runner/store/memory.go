@@ -32,7 +32,7 @@ func NewMemory() Store {
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
-	if err := checkPut(cp); err != nil {
+	if err := CheckPut(cp); err != nil {
 		return err
 	}
 	c := clone(cp, true)
@@ -44,7 +44,7 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 		last = t.last()
 	}
 	if cp.ID != last+1 {
-		return conflict(cp.Thread, cp.ID, last)
+		return ConflictError(cp.Thread, cp.ID, last)
 	}
 	if t == nil {
 		t = &memThread{first: 1}
@@ -59,13 +59,13 @@ func (m *memory) Load(_ context.Context, thread string, id int64) ([]*Checkpoint
 	defer m.mu.RUnlock()
 	t := m.threads[thread]
 	if t == nil {
-		return nil, notFound(thread, id)
+		return nil, NotFoundError(thread, id)
 	}
 	if id == 0 {
 		id = t.last()
 	}
 	if id < t.first || id > t.last() {
-		return nil, notFound(thread, id)
+		return nil, NotFoundError(thread, id)
 	}
 	upto := id - t.first
 	from := upto
@@ -84,7 +84,7 @@ func (m *memory) History(_ context.Context, thread string) ([]*Checkpoint, error
 	defer m.mu.RUnlock()
 	t := m.threads[thread]
 	if t == nil {
-		return nil, notFound(thread, 0)
+		return nil, NotFoundError(thread, 0)
 	}
 	out := make([]*Checkpoint, len(t.cps))
 	for i, c := range t.cps {
@@ -115,7 +115,7 @@ func (m *memory) Delete(_ context.Context, thread string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.threads[thread] == nil {
-		return notFound(thread, 0)
+		return NotFoundError(thread, 0)
 	}
 	for id := range m.threads {
 		if id == thread || strings.HasPrefix(id, thread+"/") {
@@ -130,7 +130,7 @@ func (m *memory) Prune(_ context.Context, thread string, keepFrom int64) (int, e
 	defer m.mu.Unlock()
 	t := m.threads[thread]
 	if t == nil {
-		return 0, notFound(thread, 0)
+		return 0, NotFoundError(thread, 0)
 	}
 	cut := min(keepFrom, t.last()) - t.first
 	if cut <= 0 {

@@ -95,8 +95,8 @@ type Store interface {
 	Close() error
 }
 
-// checkPut validates cp before a Put and stamps a zero CreatedAt.
-func checkPut(cp *Checkpoint) error {
+// CheckPut validates cp before a Put and stamps a zero CreatedAt.
+func CheckPut(cp *Checkpoint) error {
 	switch {
 	case cp == nil:
 		return errors.New("store: put: nil checkpoint")
@@ -114,14 +114,14 @@ func checkPut(cp *Checkpoint) error {
 	return nil
 }
 
-// conflict is the error for a Put of id on a thread whose last ID is last.
-func conflict(thread string, id, last int64) error {
+// ConflictError is the error for a Put of id on a thread whose last ID is last.
+func ConflictError(thread string, id, last int64) error {
 	return fmt.Errorf("store: put: thread %q: checkpoint %d is not next (last is %d): %w",
 		thread, id, last, ErrConflict)
 }
 
-// notFound is the error for an unknown thread, or checkpoint id when id > 0.
-func notFound(thread string, id int64) error {
+// NotFoundError is the error for an unknown thread, or checkpoint id when id > 0.
+func NotFoundError(thread string, id int64) error {
 	if id > 0 {
 		return fmt.Errorf("store: thread %q checkpoint %d: %w", thread, id, ErrNotFound)
 	}

@@ -1,54 +1,29 @@
-package store
+// Package storetest is the conformance suite every store.Store backend
+// runs: checkpoints, history, threads, concurrent writers, delete and
+// prune behave the same on each.
+package storetest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/runner/store"
 )
 
-// backend opens a fresh store of one kind for a test.
-type backend struct {
-	name string
-	open func(t *testing.T) Store
-}
-
-// backends are the Store implementations the conformance suite runs on.
-func backends() []backend {
-	return []backend{
-		{"memory", func(t *testing.T) Store { return openTest(t, "memory:") }},
-		{"sqlite", func(t *testing.T) Store {
-			return openTest(t, "sqlite:"+filepath.Join(t.TempDir(), "a", "b", "runner.db"))
-		}},
-	}
-}
-
-// openTest opens dsn, closed when the test ends.
-func openTest(t *testing.T, dsn string) Store {
-	t.Helper()
-	s, err := Open(dsn)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", dsn, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
-
-func TestConformance(t *testing.T) {
+// Run runs the suite on fresh stores from open, each closed by open's
+// caller (use t.Cleanup).
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, s Store)
+		run  func(t *testing.T, s store.Store)
 	}{
 		{"load rebuilds from the newest snapshot", testLoad},
 		{"load without any snapshot starts at the first", testLoadNoSnapshot},
@@ -65,19 +40,15 @@ func TestConformance(t *testing.T) {
 		{"delete removes a thread and its children", testDelete},
 		{"prune keeps the newest; ids go on", testPrune},
 	}
-	for _, b := range backends() {
-		t.Run(b.name, func(t *testing.T) {
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.open(t)) })
-			}
-		})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 	}
 }
 
-// checkpoint returns checkpoint id of thread with small writes and, when
+// Checkpoint returns checkpoint id of thread with small writes and, when
 // snap, a snapshot.
-func checkpoint(thread string, id int64, snap bool) *Checkpoint {
-	cp := &Checkpoint{Thread: thread, ID: id, Parent: id - 1, Step: int(id),
+func Checkpoint(thread string, id int64, snap bool) *store.Checkpoint {
+	cp := &store.Checkpoint{Thread: thread, ID: id, Parent: id - 1, Step: int(id),
 		Node: "node", Next: "next", Status: "running", Pipeline: "pipe",
 		ConfigHash: "hash", CreatedAt: time.Unix(1700000000, id).UTC(),
 		Writes: json.RawMessage(fmt.Sprintf(`{"n":%d}`, id))}
@@ -87,18 +58,18 @@ func checkpoint(thread string, id int64, snap bool) *Checkpoint {
 	return cp
 }
 
-// putAll puts checkpoints 1..n of thread, with snapshots at the ids in snaps.
-func putAll(t *testing.T, s Store, thread string, n int64, snaps ...int64) {
+// PutAll puts checkpoints 1..n of thread, with snapshots at the ids in snaps.
+func PutAll(t *testing.T, s store.Store, thread string, n int64, snaps ...int64) {
 	t.Helper()
 	for id := int64(1); id <= n; id++ {
-		if err := s.Put(context.Background(), checkpoint(thread, id, slices.Contains(snaps, id))); err != nil {
+		if err := s.Put(context.Background(), Checkpoint(thread, id, slices.Contains(snaps, id))); err != nil {
 			t.Fatalf("Put(%s/%d): %v", thread, id, err)
 		}
 	}
 }
 
-// ids returns the IDs of cps.
-func ids(cps []*Checkpoint) []int64 {
+// IDs returns the IDs of cps.
+func IDs(cps []*store.Checkpoint) []int64 {
 	out := make([]int64, len(cps))
 	for i, cp := range cps {
 		out[i] = cp.ID
@@ -106,8 +77,8 @@ func ids(cps []*Checkpoint) []int64 {
 	return out
 }
 
-func testLoad(t *testing.T, s Store) {
-	putAll(t, s, "t", 6, 2, 4)
+func testLoad(t *testing.T, s store.Store) {
+	PutAll(t, s, "t", 6, 2, 4)
 	for _, tc := range []struct {
 		id   int64
 		want []int64
@@ -124,30 +95,30 @@ func testLoad(t *testing.T, s Store) {
 		if err != nil {
 			t.Fatalf("Load(t, %d): %v", tc.id, err)
 		}
-		if !slices.Equal(ids(got), tc.want) {
-			t.Errorf("Load(t, %d) ids = %v, want %v", tc.id, ids(got), tc.want)
+		if !slices.Equal(IDs(got), tc.want) {
+			t.Errorf("Load(t, %d) ids = %v, want %v", tc.id, IDs(got), tc.want)
 		}
 		for _, cp := range got {
-			if diff := diffCheckpoint(cp, checkpoint("t", cp.ID, cp.ID == 2 || cp.ID == 4)); diff != "" {
+			if diff := diffCheckpoint(cp, Checkpoint("t", cp.ID, cp.ID == 2 || cp.ID == 4)); diff != "" {
 				t.Errorf("Load(t, %d) checkpoint %d: %s", tc.id, cp.ID, diff)
 			}
 		}
 	}
 }
 
-func testLoadNoSnapshot(t *testing.T, s Store) {
-	putAll(t, s, "t", 3)
+func testLoadNoSnapshot(t *testing.T, s store.Store) {
+	PutAll(t, s, "t", 3)
 	got, err := s.Load(context.Background(), "t", 0)
 	if err != nil {
 		t.Fatalf("Load(t, 0): %v", err)
 	}
-	if want := []int64{1, 2, 3}; !slices.Equal(ids(got), want) {
-		t.Errorf("Load(t, 0) ids = %v, want %v", ids(got), want)
+	if want := []int64{1, 2, 3}; !slices.Equal(IDs(got), want) {
+		t.Errorf("Load(t, 0) ids = %v, want %v", IDs(got), want)
 	}
 }
 
-func testNotFound(t *testing.T, s Store) {
-	putAll(t, s, "t", 2)
+func testNotFound(t *testing.T, s store.Store) {
+	PutAll(t, s, "t", 2)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -161,8 +132,8 @@ func testNotFound(t *testing.T, s Store) {
 		{"history unknown thread", func() error { _, err := s.History(ctx, "nope"); return err }, `"nope"`},
 	} {
 		err := tc.call()
-		if !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: err = %v, want ErrNotFound", tc.name, err)
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: err = %v, want store.ErrNotFound", tc.name, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
@@ -171,49 +142,49 @@ func testNotFound(t *testing.T, s Store) {
 	}
 }
 
-func testPutRejects(t *testing.T, s Store) {
-	putAll(t, s, "t", 3)
+func testPutRejects(t *testing.T, s store.Store) {
+	PutAll(t, s, "t", 3)
 	for _, tc := range []struct {
 		name string
-		cp   *Checkpoint
+		cp   *store.Checkpoint
 	}{
-		{"duplicate of the last", checkpoint("t", 3, false)},
-		{"duplicate of an older", checkpoint("t", 1, false)},
-		{"gap", checkpoint("t", 5, false)},
-		{"new thread not at 1", checkpoint("u", 2, false)},
+		{"duplicate of the last", Checkpoint("t", 3, false)},
+		{"duplicate of an older", Checkpoint("t", 1, false)},
+		{"gap", Checkpoint("t", 5, false)},
+		{"new thread not at 1", Checkpoint("u", 2, false)},
 	} {
 		err := s.Put(context.Background(), tc.cp)
-		if !errors.Is(err, ErrConflict) {
-			t.Errorf("%s: Put(%s/%d) err = %v, want ErrConflict", tc.name, tc.cp.Thread, tc.cp.ID, err)
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: Put(%s/%d) err = %v, want store.ErrConflict", tc.name, tc.cp.Thread, tc.cp.ID, err)
 		}
 	}
 	hist, err := s.History(context.Background(), "t")
 	if err != nil {
 		t.Fatalf("History: %v", err)
 	}
-	if want := []int64{1, 2, 3}; !slices.Equal(ids(hist), want) {
-		t.Errorf("History ids after rejects = %v, want %v", ids(hist), want)
+	if want := []int64{1, 2, 3}; !slices.Equal(IDs(hist), want) {
+		t.Errorf("History ids after rejects = %v, want %v", IDs(hist), want)
 	}
-	if _, err := s.History(context.Background(), "u"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("History(u) err = %v, want ErrNotFound: a rejected first Put must not create the thread", err)
+	if _, err := s.History(context.Background(), "u"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("History(u) err = %v, want store.ErrNotFound: a rejected first Put must not create the thread", err)
 	}
 }
 
-func testPutInvalid(t *testing.T, s Store) {
-	bad := func(edit func(cp *Checkpoint)) *Checkpoint {
-		cp := checkpoint("t", 1, false)
+func testPutInvalid(t *testing.T, s store.Store) {
+	bad := func(edit func(cp *store.Checkpoint)) *store.Checkpoint {
+		cp := Checkpoint("t", 1, false)
 		edit(cp)
 		return cp
 	}
 	for _, tc := range []struct {
 		name string
-		cp   *Checkpoint
+		cp   *store.Checkpoint
 		want string
 	}{
 		{"nil", nil, "nil checkpoint"},
-		{"empty thread", bad(func(cp *Checkpoint) { cp.Thread = "" }), "empty thread"},
-		{"zero id", bad(func(cp *Checkpoint) { cp.ID, cp.Parent = 0, -1 }), "want >= 1"},
-		{"wrong parent", bad(func(cp *Checkpoint) { cp.Parent = 7 }), "parent 7, want 0"},
+		{"empty thread", bad(func(cp *store.Checkpoint) { cp.Thread = "" }), "empty thread"},
+		{"zero id", bad(func(cp *store.Checkpoint) { cp.ID, cp.Parent = 0, -1 }), "want >= 1"},
+		{"wrong parent", bad(func(cp *store.Checkpoint) { cp.Parent = 7 }), "parent 7, want 0"},
 	} {
 		err := s.Put(context.Background(), tc.cp)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -222,8 +193,8 @@ func testPutInvalid(t *testing.T, s Store) {
 	}
 }
 
-func testRoundTrip(t *testing.T, s Store) {
-	want := checkpoint("t", 1, true)
+func testRoundTrip(t *testing.T, s store.Store) {
+	want := Checkpoint("t", 1, true)
 	want.Writes = json.RawMessage(`{"messages":[{"role":"user","content":"héllo \"x\" \u00e9"}],"n":1.5e3,"ok":true,"nil":null}`)
 	want.Interrupt = json.RawMessage(`{"kind":"approval","payload":[1,2,3]}`)
 	want.Meta = json.RawMessage(`{"tokens":12345,"error":""}`)
@@ -241,8 +212,8 @@ func testRoundTrip(t *testing.T, s Store) {
 	}
 }
 
-func testPutCopies(t *testing.T, s Store) {
-	cp := checkpoint("t", 1, true)
+func testPutCopies(t *testing.T, s store.Store) {
+	cp := Checkpoint("t", 1, true)
 	if err := s.Put(context.Background(), cp); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -253,18 +224,18 @@ func testPutCopies(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if diff := diffCheckpoint(got[0], checkpoint("t", 1, true)); diff != "" {
+	if diff := diffCheckpoint(got[0], Checkpoint("t", 1, true)); diff != "" {
 		t.Errorf("after mutating the Put argument: %s", diff)
 	}
 	copy(got[0].Writes, `{"n":8}`)
 	again, _ := s.Load(context.Background(), "t", 0)
-	if diff := diffCheckpoint(again[0], checkpoint("t", 1, true)); diff != "" {
+	if diff := diffCheckpoint(again[0], Checkpoint("t", 1, true)); diff != "" {
 		t.Errorf("after mutating a Load result: %s", diff)
 	}
 }
 
-func testStamp(t *testing.T, s Store) {
-	cp := checkpoint("t", 1, false)
+func testStamp(t *testing.T, s store.Store) {
+	cp := Checkpoint("t", 1, false)
 	cp.CreatedAt = time.Time{}
 	before := time.Now()
 	if err := s.Put(context.Background(), cp); err != nil {
@@ -279,17 +250,17 @@ func testStamp(t *testing.T, s Store) {
 	}
 }
 
-func testHistory(t *testing.T, s Store) {
-	putAll(t, s, "t", 4, 2)
+func testHistory(t *testing.T, s store.Store) {
+	PutAll(t, s, "t", 4, 2)
 	hist, err := s.History(context.Background(), "t")
 	if err != nil {
 		t.Fatalf("History: %v", err)
 	}
-	if want := []int64{1, 2, 3, 4}; !slices.Equal(ids(hist), want) {
-		t.Fatalf("History ids = %v, want %v", ids(hist), want)
+	if want := []int64{1, 2, 3, 4}; !slices.Equal(IDs(hist), want) {
+		t.Fatalf("History ids = %v, want %v", IDs(hist), want)
 	}
 	for _, cp := range hist {
-		want := checkpoint("t", cp.ID, false)
+		want := Checkpoint("t", cp.ID, false)
 		want.Writes = nil
 		if diff := diffCheckpoint(cp, want); diff != "" {
 			t.Errorf("History checkpoint %d: %s", cp.ID, diff)
@@ -297,10 +268,10 @@ func testHistory(t *testing.T, s Store) {
 	}
 }
 
-func testThreads(t *testing.T, s Store) {
+func testThreads(t *testing.T, s store.Store) {
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	put := func(thread string, id int64, at time.Duration, status string) {
-		cp := checkpoint(thread, id, false)
+		cp := Checkpoint(thread, id, false)
 		cp.CreatedAt, cp.Status, cp.Pipeline = base.Add(at), status, "p-"+thread
 		if err := s.Put(context.Background(), cp); err != nil {
 			t.Fatalf("Put(%s/%d): %v", thread, id, err)
@@ -311,7 +282,7 @@ func testThreads(t *testing.T, s Store) {
 	put("c", 1, 3*time.Second, "running")
 	put("a", 2, 4*time.Second, "completed")
 	put("d", 1, 3*time.Second, "failed") // ties with c: by ID
-	all := []Thread{
+	all := []store.Thread{
 		{ID: "a", Pipeline: "p-a", Status: "completed", Steps: 2, UpdatedAt: base.Add(4 * time.Second)},
 		{ID: "c", Pipeline: "p-c", Status: "running", Steps: 1, UpdatedAt: base.Add(3 * time.Second)},
 		{ID: "d", Pipeline: "p-d", Status: "failed", Steps: 1, UpdatedAt: base.Add(3 * time.Second)},
@@ -319,7 +290,7 @@ func testThreads(t *testing.T, s Store) {
 	}
 	for _, tc := range []struct {
 		limit int
-		want  []Thread
+		want  []store.Thread
 	}{{0, all}, {-1, all}, {10, all}, {2, all[:2]}, {1, all[:1]}} {
 		got, err := s.Threads(context.Background(), tc.limit)
 		if err != nil {
@@ -331,14 +302,14 @@ func testThreads(t *testing.T, s Store) {
 	}
 }
 
-func testConcurrentThreads(t *testing.T, s Store) {
+func testConcurrentThreads(t *testing.T, s store.Store) {
 	const writers, puts = 8, 40
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			thread := fmt.Sprintf("w%d", w)
 			for id := int64(1); id <= puts; id++ {
-				if err := s.Put(context.Background(), checkpoint(thread, id, id%10 == 0)); err != nil {
+				if err := s.Put(context.Background(), Checkpoint(thread, id, id%10 == 0)); err != nil {
 					t.Errorf("Put(%s/%d): %v", thread, id, err)
 					return
 				}
@@ -361,13 +332,13 @@ func testConcurrentThreads(t *testing.T, s Store) {
 	}
 }
 
-func testConcurrentConflict(t *testing.T, s Store) {
+func testConcurrentConflict(t *testing.T, s store.Store) {
 	const writers = 8
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
-			cp := checkpoint("t", 1, false)
+			cp := Checkpoint("t", 1, false)
 			cp.Node = fmt.Sprintf("writer%d", w)
 			errs[w] = s.Put(context.Background(), cp)
 		})
@@ -378,8 +349,8 @@ func testConcurrentConflict(t *testing.T, s Store) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, ErrConflict):
-			t.Errorf("writer %d: err = %v, want nil or ErrConflict", w, err)
+		case !errors.Is(err, store.ErrConflict):
+			t.Errorf("writer %d: err = %v, want nil or store.ErrConflict", w, err)
 		}
 	}
 	if won != 1 {
@@ -389,7 +360,7 @@ func testConcurrentConflict(t *testing.T, s Store) {
 
 // diffCheckpoint describes how got differs from want, "" if it does not:
 // JSON fields compare decoded, CreatedAt as an instant.
-func diffCheckpoint(got, want *Checkpoint) string {
+func diffCheckpoint(got, want *store.Checkpoint) string {
 	var diffs []string
 	raw := func(name string, g, w json.RawMessage) {
 		if d := diffJSON(g, w); d != "" {
@@ -434,55 +405,55 @@ func diffJSON(got, want json.RawMessage) string {
 	return ""
 }
 
-func testDelete(t *testing.T, s Store) {
+func testDelete(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	for _, th := range []string{"t", "t/sub@1", "tx", "other"} {
-		putAll(t, s, th, 2, 1)
+		PutAll(t, s, th, 2, 1)
 	}
 	if err := s.Delete(ctx, "t"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	for th, gone := range map[string]bool{"t": true, "t/sub@1": true, "tx": false, "other": false} {
-		if _, err := s.History(ctx, th); errors.Is(err, ErrNotFound) != gone {
+		if _, err := s.History(ctx, th); errors.Is(err, store.ErrNotFound) != gone {
 			t.Errorf("after Delete(t): History(%s) = %v, want gone %v", th, err, gone)
 		}
 	}
 	if threads, _ := s.Threads(ctx, 0); len(threads) != 2 {
 		t.Errorf("Threads after Delete: %v", threads)
 	}
-	if err := s.Delete(ctx, "t"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Delete of a deleted thread = %v, want ErrNotFound", err)
+	if err := s.Delete(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Delete of a deleted thread = %v, want store.ErrNotFound", err)
 	}
 }
 
-func testPrune(t *testing.T, s Store) {
+func testPrune(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	putAll(t, s, "t", 6, 1, 4)
+	PutAll(t, s, "t", 6, 1, 4)
 	n, err := s.Prune(ctx, "t", 4)
 	if err != nil || n != 3 {
 		t.Fatalf("Prune(4) = %d, %v; want 3 removed", n, err)
 	}
 	hist, _ := s.History(ctx, "t")
-	if want := []int64{4, 5, 6}; !slices.Equal(ids(hist), want) {
-		t.Fatalf("History after Prune = %v, want %v", ids(hist), want)
+	if want := []int64{4, 5, 6}; !slices.Equal(IDs(hist), want) {
+		t.Fatalf("History after Prune = %v, want %v", IDs(hist), want)
 	}
 	cps, err := s.Load(ctx, "t", 0)
-	if err != nil || !slices.Equal(ids(cps), []int64{4, 5, 6}) {
-		t.Fatalf("Load after Prune = %v, %v", ids(cps), err)
+	if err != nil || !slices.Equal(IDs(cps), []int64{4, 5, 6}) {
+		t.Fatalf("Load after Prune = %v, %v", IDs(cps), err)
 	}
-	if _, err := s.Load(ctx, "t", 2); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Load of a pruned id = %v, want ErrNotFound", err)
+	if _, err := s.Load(ctx, "t", 2); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Load of a pruned id = %v, want store.ErrNotFound", err)
 	}
-	if err := s.Put(ctx, checkpoint("t", 7, false)); err != nil {
+	if err := s.Put(ctx, Checkpoint("t", 7, false)); err != nil {
 		t.Fatalf("Put after Prune: %v", err)
 	}
 	if n, _ := s.Prune(ctx, "t", 100); n != 3 {
 		t.Errorf("Prune past the newest removed %d, want 3 (the newest stays)", n)
 	}
-	if hist, _ := s.History(ctx, "t"); !slices.Equal(ids(hist), []int64{7}) {
-		t.Errorf("History = %v, want [7]", ids(hist))
+	if hist, _ := s.History(ctx, "t"); !slices.Equal(IDs(hist), []int64{7}) {
+		t.Errorf("History = %v, want [7]", IDs(hist))
 	}
-	if _, err := s.Prune(ctx, "nope", 1); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Prune(ctx, "nope", 1); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Prune of an unknown thread = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/runner/store/storetest"
 )
 
 // helperEnv names the database a TestHelperWriter child writes to.
@@ -27,14 +29,14 @@ func TestHelperWriter(t *testing.T) {
 	if path == "" {
 		t.Skip("only run as a child of TestSQLiteSurvivesKill")
 	}
-	s, err := Open("sqlite:" + path)
+	s, err := Open(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for id := int64(1); time.Now().Before(deadline); id++ {
-		if err := s.Put(context.Background(), checkpoint("t", id, id%25 == 0)); err != nil {
+		if err := s.Put(context.Background(), storetest.Checkpoint("t", id, id%25 == 0)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
@@ -68,7 +70,7 @@ func TestSQLiteSurvivesKill(t *testing.T) {
 	if reported < killAfter {
 		t.Fatalf("child reported %d puts before it died, want %d", reported, killAfter)
 	}
-	checkContiguous(t, "sqlite:"+path, reported)
+	checkContiguous(t, path, reported)
 }
 
 // readIDs reads the child's IDs, kills it after killAfter of them, then

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -8,17 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runner-dev/runner/runner/store"
 )
 
 func BenchmarkPut(b *testing.B) {
-	for _, bc := range []struct{ name, dsn string }{
-		{"memory", "memory:"},
-		{"sqlite", "sqlite:DIR/s.db"},
-		{"sqlite-full", "sqlite:DIR/s.db?sync=full"},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			s := openBench(b, strings.Replace(bc.dsn, "DIR", b.TempDir(), 1))
-			benchPuts(b, s, 1)
+	b.Run("memory", func(b *testing.B) { benchPuts(b, store.NewMemory(), 1) })
+	for _, opt := range []struct{ name, query string }{{"sqlite", ""}, {"sqlite-full", "?sync=full"}} {
+		b.Run(opt.name, func(b *testing.B) {
+			benchPuts(b, openBench(b, filepath.Join(b.TempDir(), "s.db")+opt.query), 1)
 		})
 	}
 }
@@ -29,9 +27,9 @@ func BenchmarkPut(b *testing.B) {
 func BenchmarkPutLargeState(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
 		b.Run(fmt.Sprintf("snapshot=%dKiB", size>>10), func(b *testing.B) {
-			s := openBench(b, "sqlite:"+filepath.Join(b.TempDir(), "s.db"))
+			s := openBench(b, filepath.Join(b.TempDir(), "s.db"))
 			snap := json.RawMessage(`"` + strings.Repeat("s", size) + `"`)
-			first := &Checkpoint{Thread: "t", ID: 1, Writes: smallWrites(), Snapshot: snap}
+			first := &store.Checkpoint{Thread: "t", ID: 1, Writes: smallWrites(), Snapshot: snap}
 			if err := s.Put(context.Background(), first); err != nil {
 				b.Fatal(err)
 			}
@@ -41,9 +39,9 @@ func BenchmarkPutLargeState(b *testing.B) {
 }
 
 // benchPuts Puts checkpoints with small writes on thread t from ID next on.
-func benchPuts(b *testing.B, s Store, next int64) {
+func benchPuts(b *testing.B, s store.Store, next int64) {
 	ctx := context.Background()
-	cp := &Checkpoint{Thread: "t", Node: "agent", Next: "tools", Status: "running",
+	cp := &store.Checkpoint{Thread: "t", Node: "agent", Next: "tools", Status: "running",
 		Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123",
 		CreatedAt: time.Now()}
 	b.ReportAllocs()
@@ -63,7 +61,7 @@ func smallWrites() json.RawMessage {
 }
 
 // openBench opens dsn, closed when the benchmark ends.
-func openBench(b *testing.B, dsn string) Store {
+func openBench(b *testing.B, dsn string) store.Store {
 	s, err := Open(dsn)
 	if err != nil {
 		b.Fatal(err)

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runner-dev/runner/runner/store"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
@@ -95,7 +96,7 @@ const sqliteColumns = `thread, id, parent, step, node, next, status,
 const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threads
 ORDER BY updated_at DESC, id LIMIT ?1`
 
-// sqliteStore is the SQLite Store. Writes go through w, a pool of one
+// sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
 // connection, so Puts are serialized in the process without a lock of
 // ours; reads use r, whose connections read concurrently under WAL.
 type sqliteStore struct {
@@ -105,7 +106,7 @@ type sqliteStore struct {
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
-func openSQLite(path string, opt sqliteOptions) (*sqliteStore, error) {
+func openSQLite(path string, opt options) (*sqliteStore, error) {
 	if strings.HasPrefix(path, "file:") {
 		path = "./" + path // a plain path, not a URI, for the driver
 	}
@@ -179,8 +180,8 @@ func sqliteMigrate(db *sql.DB) error {
 	return tx.Commit()
 }
 
-func (s *sqliteStore) Put(ctx context.Context, cp *Checkpoint) error {
-	if err := checkPut(cp); err != nil {
+func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
+	if err := store.CheckPut(cp); err != nil {
 		return err
 	}
 	res, err := s.put.ExecContext(ctx, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
@@ -200,10 +201,10 @@ func (s *sqliteStore) Put(ctx context.Context, cp *Checkpoint) error {
 	if err := s.lastID.QueryRowContext(ctx, cp.Thread).Scan(&last); err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
-	return conflict(cp.Thread, cp.ID, last)
+	return store.ConflictError(cp.Thread, cp.ID, last)
 }
 
-func (s *sqliteStore) Load(ctx context.Context, thread string, id int64) ([]*Checkpoint, error) {
+func (s *sqliteStore) Load(ctx context.Context, thread string, id int64) ([]*store.Checkpoint, error) {
 	upto := id
 	if id == 0 {
 		upto = math.MaxInt64
@@ -213,28 +214,28 @@ func (s *sqliteStore) Load(ctx context.Context, thread string, id int64) ([]*Che
 		return nil, err
 	}
 	if len(out) == 0 || id > 0 && out[len(out)-1].ID != id {
-		return nil, notFound(thread, id)
+		return nil, store.NotFoundError(thread, id)
 	}
 	return out, nil
 }
 
-func (s *sqliteStore) History(ctx context.Context, thread string) ([]*Checkpoint, error) {
+func (s *sqliteStore) History(ctx context.Context, thread string) ([]*store.Checkpoint, error) {
 	out, err := s.query(ctx, s.history, false, thread)
 	if err == nil && len(out) == 0 {
-		err = notFound(thread, 0)
+		err = store.NotFoundError(thread, 0)
 	}
 	return out, err
 }
 
 // query runs a checkpoint select; full when it also selects writes and
 // snapshot.
-func (s *sqliteStore) query(ctx context.Context, stmt *sql.Stmt, full bool, args ...any) ([]*Checkpoint, error) {
+func (s *sqliteStore) query(ctx context.Context, stmt *sql.Stmt, full bool, args ...any) ([]*store.Checkpoint, error) {
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
 	}
 	defer rows.Close()
-	var out []*Checkpoint
+	var out []*store.Checkpoint
 	for rows.Next() {
 		cp, err := scanCheckpoint(rows, full)
 		if err != nil {
@@ -250,8 +251,8 @@ func (s *sqliteStore) query(ctx context.Context, stmt *sql.Stmt, full bool, args
 
 // scanCheckpoint scans a row of sqliteColumns, then writes and snapshot
 // when full.
-func scanCheckpoint(rows *sql.Rows, full bool) (*Checkpoint, error) {
-	var cp Checkpoint
+func scanCheckpoint(rows *sql.Rows, full bool) (*store.Checkpoint, error) {
+	var cp store.Checkpoint
 	var created int64
 	var interrupt, meta, writes, snapshot []byte
 	dest := []any{&cp.Thread, &cp.ID, &cp.Parent, &cp.Step, &cp.Node, &cp.Next,
@@ -267,7 +268,7 @@ func scanCheckpoint(rows *sql.Rows, full bool) (*Checkpoint, error) {
 	return &cp, nil
 }
 
-func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]Thread, error) {
+func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]store.Thread, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -276,9 +277,9 @@ func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]Thread, error) 
 		return nil, fmt.Errorf("store: threads: %w", err)
 	}
 	defer rows.Close()
-	var out []Thread
+	var out []store.Thread
 	for rows.Next() {
-		var t Thread
+		var t store.Thread
 		var updated int64
 		if err := rows.Scan(&t.ID, &t.Pipeline, &t.Status, &t.Steps, &updated); err != nil {
 			return nil, fmt.Errorf("store: threads: %w", err)

@@ -1,0 +1,12 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/storetest"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemory() })
+}
