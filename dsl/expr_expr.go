@@ -42,6 +42,7 @@ func buildExprEnv(e *Env) *exprEnv {
 	ee := &exprEnv{vars: vars, conf: *conf.CreateNew()}
 	ee.conf.WithEnv(vars)
 	ee.conf.Functions[tickFunc] = tick
+	ee.conf.Functions[equalFunc] = equal
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
 	// which breaks on JSON numbers; expressions are small, so it is off.
@@ -102,6 +103,12 @@ func (c *compilation) compileExpr() evaluator {
 		return nil
 	}
 	c.checkResult(exprKind(tree.Node.Nature()), 0)
+	if patchEquality(&tree.Node) {
+		if _, err := checker.Check(tree, &cfg); err != nil {
+			c.exprError(err, CodeExprType)
+			return nil
+		}
+	}
 	prg, err := compiler.Compile(tree, &cfg)
 	if err != nil {
 		c.exprError(err, CodeExprType)

@@ -219,6 +219,17 @@ func TestEval(t *testing.T) {
 		{"range", "1..3", state(), map[Lang]any{Expr: []any{int64(1), int64(2), int64(3)}}},
 		{"integer result", "state.step_count + 1", state("step_count", int64(2)),
 			map[Lang]any{CEL: int64(3), Expr: int64(3)}},
+		{"map equality, int64 against a literal", `state.review == {"id": 0, "tags": [1, 2.5]}`,
+			state("review", map[string]any{"id": int64(0), "tags": []any{int64(1), 2.5}}),
+			map[Lang]any{Expr: true}},
+		{"list of maps equality", `state.items == [{"n": 1}]`, state("items", []any{map[string]any{"n": int64(1)}}),
+			map[Lang]any{Expr: true}},
+		{"map inequality", `state.review != {"id": 1}`, state("review", map[string]any{"id": int64(0)}),
+			map[Lang]any{Expr: true}},
+		{"map inequality, equal maps", `state.review != {"id": 0}`, state("review", map[string]any{"id": int64(0)}),
+			map[Lang]any{Expr: false}},
+		{"map against nil", `state.review == nil`, state("review", map[string]any{"id": int64(0)}),
+			map[Lang]any{Expr: false}},
 	}
 	for _, tt := range tests {
 		for lang, want := range tt.want {
