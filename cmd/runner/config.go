@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/knadh/koanf/parsers/yaml"
@@ -39,6 +40,7 @@ var defaultPaths = []string{"pipelines", "agents", "rules"}
 // loadConfig reads the settings for cmd.
 func loadConfig(cmd *cobra.Command) (*Config, error) {
 	k := koanf.New(".")
+	base := "" // the settings file's directory, which its paths are relative to
 	name, _ := cmd.Flags().GetString("config")
 	if name == "" {
 		name = "runner.yaml"
@@ -49,6 +51,12 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if name != "" {
 		if err := k.Load(file.Provider(name), yaml.Parser()); err != nil {
 			return nil, err
+		}
+		base = filepath.Dir(name)
+		if k.Exists("paths") {
+			if err := k.Set("paths", relativeTo(base, k.Strings("paths"))); err != nil {
+				return nil, err
+			}
 		}
 	}
 	err := k.Load(env.Provider(".", env.Opt{Prefix: "RUNNER_", TransformFunc: func(key, v string) (string, any) {
@@ -78,9 +86,23 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		return nil, fmt.Errorf("retention settings: %w", err)
 	}
 	if len(cfg.Paths) == 0 {
-		cfg.Paths = existing(defaultPaths)
+		cfg.Paths = existing(relativeTo(base, defaultPaths))
 	}
 	return cfg, nil
+}
+
+// relativeTo resolves the relative paths of a settings file against its
+// directory dir, so a project's runner.yaml means the same files from any
+// working directory.
+func relativeTo(dir string, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p
+		if !filepath.IsAbs(p) {
+			out[i] = filepath.Join(dir, p)
+		}
+	}
+	return out
 }
 
 // existing returns the paths that exist.

@@ -32,10 +32,11 @@ const defaultStore = "sqlite:.runner/state.db"
 
 func newExec() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "exec NAME",
+		Use:   "exec NAME|PATH",
 		Short: "Run an agent or a pipeline once",
-		Long: `Exec runs the agent or pipeline NAME, checkpointing every step, and prints
-the final state (or the pipeline's output) as JSON on stdout.
+		Long: `Exec runs the agent or pipeline NAME (or the one a file or directory
+defines), checkpointing every step, and prints the final state (or the
+pipeline's output) as JSON on stdout.
 
 Exit status: 0 completed, 3 paused waiting for input (resume with
 --resume THREAD --value JSON), 1 failed, 2 usage or definition error.`,
@@ -220,8 +221,12 @@ type target struct {
 
 // compileTarget checks the definitions and compiles the agent or pipeline,
 // with the budget overrides of cfg and the replies of --script.
-func compileTarget(cmd *cobra.Command, cfg *Config, name string) (*target, error) {
-	checker, proj, err := checkedProject(cmd, cfg.Paths)
+func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error) {
+	paths, name, err := resolveTarget(cfg.Paths, arg)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	checker, proj, err := checkedProject(cmd, paths)
 	if err != nil {
 		return nil, err
 	}

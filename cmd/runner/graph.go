@@ -12,11 +12,12 @@ import (
 
 func newGraph() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "graph NAME",
+		Use:   "graph NAME|PATH",
 		Short: "Print the topology of a pipeline, or of an agent's pipeline",
 		Long: `Graph prints the nodes and routes of the pipeline NAME (or of the pipeline
 of the agent NAME) as Mermaid or Graphviz dot; conditional routes are
-labelled with their conditions.`,
+labelled with their conditions. A file or directory instead of NAME names
+the one agent, else the one pipeline, it defines.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runGraph,
 	}
@@ -33,16 +34,20 @@ func runGraph(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	_, proj, err := checkedProject(cmd, cfg.Paths)
+	paths, name, err := resolveTarget(cfg.Paths, args[0])
+	if err != nil {
+		return usageErr(err)
+	}
+	_, proj, err := checkedProject(cmd, paths)
 	if err != nil {
 		return err
 	}
-	p := proj.Pipelines[args[0]]
-	if a, ok := proj.Agents[args[0]]; ok && p == nil {
+	p := proj.Pipelines[name]
+	if a, ok := proj.Agents[name]; ok && p == nil {
 		p = proj.Pipelines[a.Pipeline]
 	}
 	if p == nil {
-		return usageErr(fmt.Errorf("no pipeline or agent named %q", args[0]))
+		return usageErr(fmt.Errorf("no pipeline or agent named %q", name))
 	}
 	if format == "dot" {
 		writeDot(cmd.OutOrStdout(), p)
