@@ -106,6 +106,9 @@ var PlannerNode = dsl.NodeType{
 			Step: dsl.FieldRef{Name: "step_count"}, Decisions: dsl.FieldRef{Name: "planner_decisions"},
 		}
 	},
+	Vars: map[string]*dsl.Type{"decision": dsl.ObjectOf(map[string]*dsl.Type{
+		"tool": dsl.StringType, "reason": dsl.StringType, "confidence": dsl.NumberType,
+	})},
 	Check: checkPlanner,
 	Build: buildPlanner,
 }

@@ -21,8 +21,9 @@ type pipelineCheck struct {
 	*check
 	d    *Document
 	p    *Pipeline
-	envs map[string]*Env // by extra variables
-	node *Node           // the node whose config is being visited
+	envs map[string]*Env  // by extra variables
+	node *Node            // the node whose config is being visited
+	vars map[string]*Type // the types of its node type's extra variables
 }
 
 // pipeline checks a Pipeline document and adds it to the project.
@@ -149,12 +150,18 @@ func (pc *pipelineCheck) reducer(f *Field, n *yaml.Node) {
 // variables (of any type) added.
 func (pc *pipelineCheck) env(extra []string) *Env {
 	key := strings.Join(extra, ",")
+	if len(extra) > 0 && pc.vars != nil {
+		key += "@" + pc.node.Type
+	}
 	if e, ok := pc.envs[key]; ok {
 		return e
 	}
 	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType}
 	for _, v := range extra {
 		vars[v] = AnyType
+		if t := pc.vars[v]; t != nil {
+			vars[v] = t
+		}
 	}
 	e := NewEnv(vars)
 	pc.envs[key] = e
@@ -192,7 +199,8 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	if !pc.decode(pc.d, mapGet(v, "with"), n.Config, at+".with") {
 		return
 	}
-	pc.node = n
+	pc.node, pc.vars = n, nt.Vars
+	defer func() { pc.vars = nil }()
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
 	if nt.Check != nil {
 		nt.Check(n.Config, &NodeCheck{pc: pc})

@@ -22,6 +22,10 @@ type NodeType struct {
 	Schema string
 	// Config returns a new pointer to the value with: decodes into.
 	Config func() any
+	// Vars types the extra variables the config's `vars:"..."` struct tags
+	// give its expressions (a planner's decision, a map's item); one it
+	// does not list may hold anything.
+	Vars map[string]*Type
 	// Check, when set, checks a decoded config beyond its schema and the
 	// types of its fields: whatever Build would refuse that can be known
 	// without running anything (a regular expression that does not
