@@ -12,6 +12,7 @@ const (
 	CodeYAMLSyntax   = "yaml.syntax"
 	CodeYAMLDupKey   = "yaml.duplicate-key"
 	CodeYAMLAlias    = "yaml.alias"
+	CodeYAMLTag      = "yaml.tag"
 	CodeYAMLDocument = "yaml.not-mapping"
 
 	// schema: the document schemas (schemas/*.json) and decoding
@@ -74,6 +75,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeYAMLSyntax, "invalid YAML, tabs in indentation"},
 	{CodeYAMLDupKey, "a key given twice in one mapping"},
 	{CodeYAMLAlias, "anchors, aliases and merge keys"},
+	{CodeYAMLTag, "a YAML tag such as !include"},
 	{CodeYAMLDocument, "a document that is not a mapping"},
 	{CodeSchemaUnknownField, "a field the kind does not have"},
 	{CodeSchemaMissingField, "a required field that is missing"},

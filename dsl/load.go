@@ -173,6 +173,10 @@ func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 		diags.Errorf(posOf(file, n), CodeYAMLAlias, "anchors and aliases (&, *) are not supported; write the value out, or move shared parts into a Skill, Tool or RuleSet and refer to it by name")
 		return 1
 	}
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		diags.Errorf(posOf(file, n), CodeYAMLTag, "YAML tag %s is not supported: runner reads plain YAML; write the value out (a document cannot include another file: list both in paths)", n.Tag)
+		return 1
+	}
 	if n.Kind == yaml.MappingNode {
 		seen := map[string]*yaml.Node{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -209,13 +213,36 @@ func yamlError(file string, src []byte, err error) Diagnostic {
 		if strings.HasPrefix(msg, "did not find expected") {
 			// parser errors count lines from 0 and point at the construct's start
 			pos.Line++
-			msg += " in the construct that starts on this line"
+			pos.Col = constructCol(src, pos.Line, msg)
+			msg += " in the construct that starts here"
 		}
 	}
 	if tab, ok := indentTab(file, src); ok && tab.Line <= pos.Line {
 		return Diagnostic{Pos: tab, Severity: Error, Code: CodeYAMLSyntax, Message: "tab character in indentation; YAML indents with spaces only"}
 	}
 	return Diagnostic{Pos: pos, Severity: Error, Code: CodeYAMLSyntax, Message: "invalid YAML: " + msg}
+}
+
+// constructCol is the column where the construct a parser error names
+// starts on line: its opening bracket for a flow mapping or list, else
+// the line's first non-blank character.
+func constructCol(src []byte, line int, msg string) int {
+	lines := strings.Split(string(src), "\n")
+	if line < 1 || line > len(lines) {
+		return 1
+	}
+	text := lines[line-1]
+	open := ""
+	switch {
+	case strings.Contains(msg, "'}'"):
+		open = "{"
+	case strings.Contains(msg, "']'"):
+		open = "["
+	}
+	if i := strings.Index(text, open); open != "" && i >= 0 {
+		return utf8.RuneCountInString(text[:i]) + 1
+	}
+	return utf8.RuneCountInString(text[:len(text)-len(strings.TrimLeft(text, " \t"))]) + 1
 }
 
 // invalidUTF8 returns the position of the first byte that is not UTF-8.
