@@ -2,6 +2,8 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -188,9 +190,24 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 		c.errorAt(0, CodeExprLanguage, "unknown expression language %q", c.src.Lang).Hint = `use "cel" or "expr"`
 	}
 	if c.diags.HasErrors(false) || ev == nil {
+		c.hintComment()
 		return nil, c.diags
 	}
 	return &Program{text: c.text, lang: c.src.Lang, ev: ev}, c.diags
+}
+
+// hintComment explains a syntax error in an unquoted expression that YAML
+// cut short: " #" starts a comment, so `filter(xs, # > 1)` ends at "(xs,".
+func (c *compilation) hintComment() {
+	n := c.src.Node
+	if n == nil || n.Style != 0 || n.LineComment == "" {
+		return
+	}
+	for i := range c.diags {
+		if d := &c.diags[i]; d.Code == CodeExprSyntax && d.Hint == "" {
+			d.Hint = "YAML ended this value at \" #\", which starts a comment; quote the expression: '...'"
+		}
+	}
 }
 
 // errorAt reports an error at byte offset off of the expression's text.
@@ -237,6 +254,11 @@ func (c *compilation) unknownName(off int, name string) {
 		c.errorAt(off, CodeExprUnknownName, "unknown name %q", name).Hint = alt
 		return
 	}
+	if strings.HasPrefix(strings.TrimLeft(c.text[min(off+len(name), len(c.text)):], " "), "(") {
+		c.errorAt(off, CodeExprUnknownName, "unknown function %q", name).Hint = hintOr(c.functionHint(name),
+			"see the functions of the language in the README's Expressions section")
+		return
+	}
 	quote := `'`
 	if c.src.Lang == Expr {
 		quote = `"`
@@ -244,6 +266,35 @@ func (c *compilation) unknownName(off int, name string) {
 	c.errorAt(off, CodeExprUnknownName, "unknown name %q", name).Hint = hintOr(didYouMean(name, c.env.varNames()),
 		fmt.Sprintf("the variables here are %s; if %s is a string, quote it: %s%s%s",
 			strings.Join(c.env.varNames(), ", "), name, quote, name, quote))
+}
+
+// functionNames are the global functions of each language, for hints.
+var functionNames = map[Lang][]string{
+	Expr: exprFunctionNames(),
+	CEL: {"size", "has", "int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp",
+		"dyn", "type", "matches", "exists", "all", "exists_one", "map", "filter"},
+}
+
+// functionAliases are names other languages give a function, by language:
+// length(x) is len(x) in expr and size(x) in CEL.
+var functionAliases = map[Lang]map[string]string{
+	Expr: {"length": "len", "strlen": "len", "lowercase": "lower", "uppercase": "upper", "substr": "x[i:j]"},
+	CEL:  {"length": "size", "len": "size"},
+}
+
+// functionHint suggests the function meant by an unknown name: a close
+// function name, or the language's word for a name from another language.
+func (c *compilation) functionHint(name string) string {
+	aliases := functionAliases[c.src.Lang]
+	candidates := append(slices.Collect(maps.Keys(aliases)), functionNames[c.src.Lang]...)
+	s := suggest(name, candidates)
+	if alt, ok := aliases[s]; ok {
+		s = alt
+	}
+	if s == "" {
+		return ""
+	}
+	return `did you mean "` + s + `"?`
 }
 
 // otherLanguage hints at the function the other expression language

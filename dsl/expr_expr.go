@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/compiler"
@@ -126,11 +127,48 @@ func (c *compilation) exprError(err error, code string) {
 		return
 	}
 	off := runeToByte(c.text, fe.From)
+	if fe.Message == "literal not terminated" {
+		off = max(openQuote(c.text), 0)
+		c.errorAt(off, code, "string not terminated: the quote here has no closing %c", c.text[off]).Hint = "close the string, or escape a quote inside it with \\"
+		return
+	}
 	if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok {
 		c.unknownName(off, name)
 		return
 	}
 	c.errorAt(off, code, "%s", fe.Message)
+}
+
+// openQuote returns the offset of the quote that opens a string literal
+// never closed, or -1.
+func openQuote(text string) int {
+	for i := 0; i < len(text); i++ {
+		q := text[i]
+		if q != '"' && q != '\'' && q != '`' {
+			continue
+		}
+		start := i
+		for i++; i < len(text) && text[i] != q; i++ {
+			if text[i] == '\\' && q != '`' {
+				i++
+			}
+		}
+		if i >= len(text) {
+			return start
+		}
+	}
+	return -1
+}
+
+// exprFunctionNames are expr's builtin functions.
+func exprFunctionNames() []string {
+	names := make([]string, 0, len(builtin.Builtins))
+	for _, f := range builtin.Builtins {
+		if !strings.HasPrefix(f.Name, "$") {
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }
 
 // exprKind names a checked expr type in the documents' words.
