@@ -197,6 +197,7 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	if oe := mapGet(v, "on_error"); !pc.bad(oe) {
 		pc.catches(n, oe)
 	}
+	defer func() { n.opaque = n.opaque || pc.bad(mapGet(v, "on_error")) }() // it may lead anywhere
 	at := "nodes." + n.Name
 	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
@@ -289,19 +290,18 @@ func (pc *pipelineCheck) catches(n *Node, oe *yaml.Node) {
 	for _, e := range items(oe) {
 		to := mapGet(e, "next")
 		c := &Catch{To: scalarValue(to), Pos: pc.d.Pos(to), end: endOf(pc.d.File, to)}
-		when := mapGet(e, "when")
-		if when != nil && when.Kind == yaml.ScalarNode {
-			c.When = []string{when.Value}
-		} else {
-			c.When = scalarValues(items(when))
+		kinds := items(mapGet(e, "when"))
+		if when := mapGet(e, "when"); when != nil && when.Kind == yaml.ScalarNode {
+			kinds = []*yaml.Node{when}
 		}
+		c.When = pc.errorKinds(kinds)
 		if all != nil {
 			pc.diags.Errorf(pc.d.Pos(e), CodeGraphDeadRoute, "this on_error entry of node %q can never be taken: the entry to %q before it (line %d) catches every error",
 				n.Name, all.To, all.Pos.Line).Hint = "move the entry without when (or with when: any) to the end of the list"
 		}
 		for i, k := range c.When {
 			if seen[k] && k != runner.KindAny {
-				pc.diags.Warnf(pc.d.Pos(items(when)[i]), CodeGraphShadowedCatch, "error kind %q is caught by an earlier on_error entry of node %q; this entry never sees it", k, n.Name).Hint =
+				pc.diags.Warnf(pc.d.Pos(kinds[i]), CodeGraphShadowedCatch, "error kind %q is caught by an earlier on_error entry of node %q; this entry never sees it", k, n.Name).Hint =
 					"remove it here, or move this entry up"
 			}
 			seen[k] = true
@@ -311,6 +311,20 @@ func (pc *pipelineCheck) catches(n *Node, oe *yaml.Node) {
 		}
 		n.OnError = append(n.OnError, c)
 	}
+}
+
+// errorKinds returns the error kinds an on_error entry names, reporting
+// those that are not kinds (which catch nothing).
+func (pc *pipelineCheck) errorKinds(kinds []*yaml.Node) []string {
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if !slices.Contains(runner.ErrorKinds, k.Value) {
+			dg := pc.diags.Errorf(pc.d.Pos(k), CodeSchemaEnum, "%q is not an error kind; the kinds are %s", k.Value, strings.Join(runner.ErrorKinds, ", "))
+			dg.Hint, dg.End = didYouMean(k.Value, runner.ErrorKinds), endOf(pc.d.File, k)
+		}
+		out = append(out, k.Value)
+	}
+	return out
 }
 
 // deadRoute reports a route that follows a route without when, which

@@ -4,7 +4,7 @@
 // knows nothing of YAML; dsl.Compile builds its graphs.
 //
 // Run and Resume return a *Result whose Status tells how the thread ended
-// (completed, interrupted, failed, cancelled). Errors are returned only for
+// (completed, interrupted, failed, timed_out, cancelled). Errors are returned only for
 // problems outside the run itself: a store that cannot be read or written,
 // or a resume that does not fit the thread.
 package runner
