@@ -47,8 +47,8 @@ type meta struct {
 	// Turn is the step the run's turn of the thread began at: limits
 	// count the steps of a turn.
 	Turn int `json:"turn,omitempty"`
-	// Caught is the error a route caught this step: what expressions see
-	// as error from here on.
+	// Caught is the error a route caught this step (or, in a snapshot,
+	// before): what expressions see as error from here on.
 	Caught map[string]any `json:"caught,omitempty"`
 }
 
@@ -67,7 +67,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now()}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
-	if r.caughtNew {
+	if r.caughtNew || snap { // a snapshot carries it on
 		m.Caught, r.caughtNew = r.caught, false
 	}
 	if len(r.calls) > 0 {

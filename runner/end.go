@@ -78,8 +78,9 @@ func (r *Run) fail(ctx context.Context, state State, cur string, re *RunError) (
 // end ends a run with status failed or timed out at node cur, after the
 // pipeline's handler for it, if it has one, has run.
 func (r *Run) end(ctx context.Context, state State, cur, status string, re *RunError) (*Result, error) {
-	state = r.handle(state, status, re)
-	re.Message = r.Graph.Redact.String(re.Message)
+	re.Message = r.Graph.Redact.String(re.Message) // before the handler sees it
+	state = r.handle(state, cur, status, re)
+	re.Message = r.Graph.Redact.String(re.Message) // with the handler's error
 	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: status, state: state, err: re}); err != nil {
 		return nil, err
 	}

@@ -64,12 +64,19 @@ func TestTimedOutResumes(t *testing.T) {
 func TestOnTimeoutHandler(t *testing.T) {
 	g := handlerGraph(blockUntilDone, "record", "")
 	g.Timeout = 10 * time.Millisecond
-	res, err := (&runner.Engine{Store: newStore(t)}).Run(context.Background(), g, "t", nil)
+	e := &runner.Engine{Store: newStore(t)}
+	res, err := e.Run(context.Background(), g, "t", nil)
 	if err != nil || res.Status != runner.StatusTimedOut || !slices.Equal(res.Path, []string{"record"}) {
 		t.Fatalf("got %v %+v", err, res)
 	}
 	if out, _ := res.State["out"].(string); !strings.HasPrefix(out, "timeout at work: pipeline one ran longer than its timeout") {
 		t.Fatalf("the handler recorded %q", out)
+	}
+	// the handler's own checkpoint already stands where the run ended: a
+	// crash in the handler leaves the thread timed out at work
+	hist, err := e.Store.History(context.Background(), "t")
+	if cp := hist[len(hist)-2]; err != nil || cp.Node != "record" || cp.Status != runner.StatusTimedOut || cp.Next != "work" {
+		t.Fatalf("the handler's checkpoint: %v %+v", err, cp)
 	}
 }
 
@@ -218,5 +225,61 @@ func TestRunOptionsReplaceStaticInterrupts(t *testing.T) {
 	_, err = e.RunWith(ctx, g, "t2", nil, runner.RunOptions{InterruptBefore: []string{"bb"}})
 	if !errors.Is(err, runner.ErrInput) || !strings.Contains(err.Error(), `node "bb"`) {
 		t.Fatalf("unknown node: %v, want ErrInput naming it", err)
+	}
+}
+
+func TestToolCallErrorKinds(t *testing.T) {
+	calling := func(tool runner.ToolFunc, timeout time.Duration) fn {
+		return func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+			o, err := in.Run.CallTool(ctx, runner.ToolRequest{Spec: &runner.ToolSpec{Name: "svc", Tool: tool}, Timeout: timeout})
+			if err != nil {
+				return nil, err
+			}
+			return nil, o.Err
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		node    fn
+		want    string
+		message string
+	}{
+		{"failed call", calling(func(context.Context, *runner.ToolCall) (any, error) { return nil, errors.New("svc down") }, 0),
+			"tool at work: svc down", "tool"},
+		{"slow call", calling(func(ctx context.Context, _ *runner.ToolCall) (any, error) { <-ctx.Done(); return nil, ctx.Err() }, time.Millisecond),
+			"timeout at work: tool svc timed out after 1ms", "timeout"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := oneNode(c.node, func(s *runner.Step) {
+				s.OnError = []runner.Catch{{When: []string{c.message}, To: "record"}}
+			})
+			g.Nodes["record"] = &runner.Step{Name: "record", Node: recordError, Routes: []runner.Route{{To: runner.End}}}
+			res, err := (&runner.Engine{}).Run(context.Background(), g, "t", nil)
+			if err != nil || res.Status != runner.StatusCompleted || res.State["out"] != c.want {
+				t.Fatalf("got %v %+v, want out %q", err, res, c.want)
+			}
+		})
+	}
+}
+
+func TestCaughtErrorSurvivesResume(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	g := handlerGraph(fn(func(context.Context, *runner.Input) (runner.Update, error) {
+		return nil, errors.New("work exploded")
+	}), "", "")
+	g.Nodes["work"].OnError = []runner.Catch{{To: "review"}}
+	g.Nodes["review"] = &runner.Step{Name: "review", Node: fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
+		if !in.Resumed {
+			return nil, &runner.Interrupt{Kind: "review"}
+		}
+		return recordError(ctx, in)
+	}), Routes: []runner.Route{{To: runner.End}}}
+	if res, err := e.Run(ctx, g, "t", nil); err != nil || res.Status != runner.StatusInterrupted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	res, err := e.Resume(ctx, g, "t", runner.ResumeOptions{Value: true})
+	if err != nil || res.State["out"] != "error at work: work exploded" {
+		t.Fatalf("resume: %v %+v", err, res)
 	}
 }

@@ -11,21 +11,29 @@ import (
 // handler may run when the pipeline sets no limits.handler_timeout.
 const DefaultHandlerTimeout = 10 * time.Second
 
+// ending is how a run whose handler runs ends: its status, the node a
+// resume runs again and the error. The handler's checkpoints record it,
+// so a thread that crashes in its handler stays failed (timed out).
+type ending struct {
+	status, node string
+	err          *RunError
+}
+
 // handle runs the graph's handler for a run about to end with status
-// (failed or timed out) and error re, once: the handler node and the
-// nodes its routes lead to, until END, under a deadline of their own.
-// It returns the state the handler left; a handler that fails adds its
-// error to re's message. The run's status stays what it was.
-func (r *Run) handle(state State, status string, re *RunError) State {
+// (failed or timed out) at node cur with error re, once: the handler node
+// and the nodes its routes lead to, until END, under a deadline of their
+// own. It returns the state the handler left; a handler that fails adds
+// its error to re's message. The run's status stays what it was.
+func (r *Run) handle(state State, cur, status string, re *RunError) State {
 	h, which := r.Graph.OnError, "on_error"
 	if status == StatusTimedOut {
 		h, which = r.Graph.OnTimeout, "on_timeout"
 	}
-	if h == "" || r.handling || r.base == nil {
+	if h == "" || r.handling != nil || r.base == nil {
 		return state
 	}
-	r.handling = true
-	defer func() { r.handling = false }()
+	r.handling = &ending{status: status, node: cur, err: re}
+	defer func() { r.handling = nil }()
 	r.catch(re.Message, re.kind(), re.Node)
 	r.emit(EventError, re.Node, map[string]any{"error": re.Message, "handler": h})
 	limit := r.Graph.HandlerTimeout

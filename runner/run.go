@@ -38,7 +38,7 @@ type Run struct {
 	// base is the context the run was given, before its limits: a
 	// pipeline's handler runs under it; handling is set while one runs.
 	base     context.Context
-	handling bool
+	handling *ending
 	// pauseBefore and pauseAfter are the nodes the thread pauses at;
 	// skipBefore is the node a resume from its before-pause runs.
 	pauseBefore, pauseAfter []string
@@ -169,11 +169,14 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	r.step++
 	r.path = append(r.path, cur)
 	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
-	status := StatusRunning
-	if next == End && !r.handling { // a handler's run ends as it would have
-		status = StatusCompleted
+	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged}
+	if next == End {
+		rec.status = StatusCompleted
 	}
-	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, sideWrites: sideUpd, state: merged}); err != nil {
+	if h := r.handling; h != nil { // a handler's step: the thread stands where the run ended
+		rec.next, rec.status, rec.err = h.node, h.status, h.err
+	}
+	if err := r.checkpoint(ctx, rec); err != nil {
 		return "", err
 	}
 	if r.engine.Sink != nil {

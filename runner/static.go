@@ -59,7 +59,7 @@ func nodeNames(g *Graph) []string {
 func (r *Run) pausesBefore(node string) *Interrupt {
 	skip := r.skipBefore
 	r.skipBefore = ""
-	if node == skip || r.handling || !slices.Contains(r.pauseBefore, node) {
+	if node == skip || r.handling != nil || !slices.Contains(r.pauseBefore, node) {
 		return nil
 	}
 	return &Interrupt{Node: node, Kind: KindBefore, Message: "paused before node " + node + " (interrupt_before); resume to run it"}
@@ -68,7 +68,7 @@ func (r *Run) pausesBefore(node string) *Interrupt {
 // pausesAfter returns the interrupt the thread pauses with after node ran
 // and routed to next, or nil: a run that ends does not pause.
 func (r *Run) pausesAfter(node, next string) *Interrupt {
-	if next == End || r.handling || !slices.Contains(r.pauseAfter, node) {
+	if next == End || r.handling != nil || !slices.Contains(r.pauseAfter, node) {
 		return nil
 	}
 	return &Interrupt{Node: node, Kind: KindAfter, Message: "paused after node " + node + " (interrupt_after); resume to go on to " + next}
