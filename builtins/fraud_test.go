@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -93,5 +95,35 @@ func TestFraudResumeAfterCrash(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFraudTimedOut runs the 004 investigation past its timeout (shortened
+// here): the pipeline's on_timeout handler records TIMED_OUT and the
+// error, as the seed does, the run ends timed_out, and a resume finishes
+// the investigation.
+func TestFraudTimedOut(t *testing.T) {
+	ctx := context.Background()
+	g := shippedGraph(t, "fraud_investigation")
+	g.Timeout = 30 * time.Millisecond
+	executor := *g.Nodes["tool_executor"]
+	stuck := executor
+	stuck.Node = nodeFunc(func(ctx context.Context, _ *runner.Input) (runner.Update, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	g.Nodes["tool_executor"] = &stuck
+	e := &runner.Engine{Store: store.NewMemory()}
+	res, err := e.Run(ctx, g, "t", map[string]any{"transaction_id": "txn_1002"})
+	if err != nil || res.Status != runner.StatusTimedOut || res.State["status"] != "TIMED_OUT" {
+		t.Fatalf("got %v %+v", err, res)
+	}
+	if msg, _ := res.State["error"].(string); !strings.Contains(msg, "ran longer than its timeout of 30ms (at node tool_executor)") {
+		t.Fatalf("the handler recorded error %q", msg)
+	}
+	g.Nodes["tool_executor"], g.Timeout = &executor, time.Minute
+	res, err = e.Resume(ctx, g, "t", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusCompleted || res.State["status"] != "COMPLETED" {
+		t.Fatalf("resume: %v %+v", err, res)
 	}
 }

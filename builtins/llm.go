@@ -83,7 +83,7 @@ func (c *caller) structured(ctx context.Context, in *runner.Input, msgs []runner
 				Content: "That reply was not valid: " + err.Error() + ". Reply again, following the required format exactly."})
 		}
 	}
-	return nil, runner.Permanent(fmt.Errorf("no valid structured reply after %d methods × %d attempts; last: %w", len(methods), attempts, last))
+	return nil, runner.Permanent(&runner.ValidationError{Err: fmt.Errorf("no valid structured reply after %d methods × %d attempts; last: %w", len(methods), attempts, last)})
 }
 
 // outputSchema is a structured reply's JSON Schema, compiled.

@@ -100,6 +100,8 @@ func (ch *child) run(ctx context.Context, in *runner.Input, name string) (runner
 	case runner.StatusCompleted:
 	case runner.StatusInterrupted:
 		return nil, res.Interrupt
+	case runner.StatusTimedOut: // a timeout to the parent's on_error and retry
+		return nil, &runner.TimeoutError{What: "pipeline " + ch.graph.Name, After: ch.graph.Timeout}
 	default:
 		return nil, fmt.Errorf("pipeline %s %s: %v", ch.graph.Name, res.Status, res.Error)
 	}

@@ -94,7 +94,7 @@ func (t *checkedTool) Secrets() []string {
 // CheckArgs validates arguments against the parameter schema.
 func (t *checkedTool) CheckArgs(args map[string]any) error {
 	if err := t.params.Check(args); err != nil {
-		return fmt.Errorf("tool %s: invalid arguments: %v", t.name, err)
+		return &runner.ValidationError{Err: fmt.Errorf("tool %s: invalid arguments: %v", t.name, err)}
 	}
 	return nil
 }

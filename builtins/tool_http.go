@@ -235,7 +235,7 @@ func (c *httpCall) statusError(host string, status int, body []byte) error {
 	if len(quoted) > errorBodyBytes {
 		quoted = strings.ToValidUTF8(quoted[:errorBodyBytes], "")
 	}
-	err := c.errorf("HTTP %d from %s: %s", status, host, strings.TrimSpace(quoted))
+	err := error(&runner.HTTPError{Status: status, Err: c.errorf("HTTP %d from %s: %s", status, host, strings.TrimSpace(quoted))})
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
 		return runner.Permanent(err)
 	}

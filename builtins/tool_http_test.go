@@ -201,18 +201,19 @@ func TestHTTPToolErrors(t *testing.T) {
 		path      string
 		want      []string
 		permanent bool
+		kind      string // what a node's on_error sees
 	}{
 		{"server error is retried", "api", "status/503",
-			[]string{"tool api: HTTP 503 from 127.0.0.1:", ": upstream says no xxx"}, false},
-		{"not found is permanent", "api", "status/404", []string{"tool api: HTTP 404 from "}, true},
-		{"too many requests is retried", "api", "status/429", []string{"HTTP 429"}, false},
-		{"request timeout is retried", "api", "status/408", []string{"HTTP 408"}, false},
-		{"echoed secret is redacted", "api", "leak", []string{"HTTP 500", "bad credentials: Bearer ***"}, false},
-		{"host not allowed", "elsewhere", "", []string{`tool elsewhere: host "127.0.0.1:`, `is not in allow_hosts [api.example.com, example.org]`}, true},
-		{"port not allowed", "other_port", "", []string{"is not in allow_hosts [127.0.0.1:1]"}, true},
-		{"redirect to a host not allowed", "api", "redirect", []string{`redirect: host "localhost:`}, true},
-		{"connection refused hides a secret in the url", "closed", "", []string{"tool closed: request to 127.0.0.1:1: "}, false},
-		{"unset secret", "unset", "", []string{"secret key: environment variable RUNNER_TEST_HTTP_UNSET is not set"}, true},
+			[]string{"tool api: HTTP 503 from 127.0.0.1:", ": upstream says no xxx"}, false, "http_5xx"},
+		{"not found is permanent", "api", "status/404", []string{"tool api: HTTP 404 from "}, true, "http_4xx"},
+		{"too many requests is retried", "api", "status/429", []string{"HTTP 429"}, false, "http_4xx"},
+		{"request timeout is retried", "api", "status/408", []string{"HTTP 408"}, false, "http_4xx"},
+		{"echoed secret is redacted", "api", "leak", []string{"HTTP 500", "bad credentials: Bearer ***"}, false, "http_5xx"},
+		{"host not allowed", "elsewhere", "", []string{`tool elsewhere: host "127.0.0.1:`, `is not in allow_hosts [api.example.com, example.org]`}, true, "error"},
+		{"port not allowed", "other_port", "", []string{"is not in allow_hosts [127.0.0.1:1]"}, true, "error"},
+		{"redirect to a host not allowed", "api", "redirect", []string{`redirect: host "localhost:`}, true, "error"},
+		{"connection refused hides a secret in the url", "closed", "", []string{"tool closed: request to 127.0.0.1:1: "}, false, "error"},
+		{"unset secret", "unset", "", []string{"secret key: environment variable RUNNER_TEST_HTTP_UNSET is not set"}, true, "error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,6 +235,9 @@ func TestHTTPToolErrors(t *testing.T) {
 			}
 			if len(err.Error()) > 400 {
 				t.Errorf("error is %d bytes long; the body should be cut to 200", len(err.Error()))
+			}
+			if kind := runner.ErrorKindsOf(err)[0]; kind != c.kind {
+				t.Errorf("error kind %s, want %s", kind, c.kind)
 			}
 			if want := map[bool]int{true: 1, false: 3}[c.permanent]; n != want {
 				t.Errorf("ran %d times, want %d (permanent: %v)", n, want, c.permanent)

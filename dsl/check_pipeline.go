@@ -3,6 +3,7 @@ package dsl
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -15,6 +16,10 @@ var budgetType = ObjectOf(map[string]*Type{
 	"tokens_used": IntegerType, "cost_usd": NumberType, "steps": IntegerType,
 	"iterations": IntegerType, "llm_calls": IntegerType, "tool_calls": IntegerType,
 })
+
+// errorType is what expressions see as `error`: the error a route caught
+// last in the run (empty strings when none).
+var errorType = ObjectOf(map[string]*Type{"message": StringType, "kind": StringType, "node": StringType})
 
 // pipelineCheck holds what the checks of one pipeline share.
 type pipelineCheck struct {
@@ -36,6 +41,9 @@ func (k *check) pipeline(d *Document) {
 	lim := d.Get("limits")
 	pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
 	pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
+	pc.decode(d, mapGet(lim, "handler_timeout"), &p.HandlerTimeout, "limits.handler_timeout")
+	p.OnTimeout, p.OnError = pc.name("on_timeout"), pc.name("on_error")
+	p.InterruptBefore, p.InterruptAfter = pc.names("interrupt_before"), pc.names("interrupt_after")
 	nodes := d.Get("nodes")
 	pairs(nodes, func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {
@@ -49,6 +57,24 @@ func (k *check) pipeline(d *Document) {
 	}
 	p.Budget = k.budget(d, p)
 	k.proj.Pipelines[p.Name] = p
+}
+
+// name is the node a pipeline's key names, "" when the schema refused it.
+func (pc *pipelineCheck) name(key string) string {
+	if n := pc.d.Get(key); !pc.bad(n) {
+		return scalarValue(n)
+	}
+	return ""
+}
+
+// names are the nodes a pipeline's list names, nil when the schema
+// refused it.
+func (pc *pipelineCheck) names(key string) []string {
+	n := pc.d.Get(key)
+	if pc.bad(n) {
+		return nil
+	}
+	return scalarValues(items(n))
 }
 
 // state reads the declared state fields. A field the schema refused is of
@@ -156,7 +182,7 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	if e, ok := pc.envs[key]; ok {
 		return e
 	}
-	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType}
+	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType}
 	for _, v := range extra {
 		vars[v] = AnyType
 		if t := pc.vars[v]; t != nil {
@@ -173,12 +199,12 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 // routes are read unless they hold the error, and its type and with: are
 // checked only when neither they nor an unknown field of the node does.
 func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
-	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")),
-		OnError: scalarValue(mapGet(v, "on_error")), key: key, value: v}
+	n := &Node{Name: key.Value, Pos: pc.d.Pos(key), Type: scalarValue(mapGet(v, "type")), key: key, value: v}
 	pc.p.Nodes = append(pc.p.Nodes, n)
-	if pc.bad(mapGet(v, "on_error")) {
-		n.OnError = ""
+	if oe := mapGet(v, "on_error"); !pc.bad(oe) {
+		pc.catches(n, oe)
 	}
+	defer func() { n.opaque = n.opaque || pc.bad(mapGet(v, "on_error")) }() // it may lead anywhere
 	at := "nodes." + n.Name
 	pc.decode(pc.d, mapGet(v, "timeout"), &n.Timeout, at+".timeout")
 	if r := mapGet(v, "retry"); r != nil {
@@ -252,6 +278,61 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 		}
 		n.Next = append(n.Next, route)
 	}
+}
+
+// catches reads a node's on_error: a node's name (catching any error),
+// or a list of {when, next}, where when is an error kind or a list of
+// them, and an entry without when (or with any) catches the rest. An
+// entry after such an entry can never be taken (an error); a kind an
+// earlier entry catches is caught there (a warning).
+func (pc *pipelineCheck) catches(n *Node, oe *yaml.Node) {
+	if oe == nil {
+		return
+	}
+	if oe.Kind == yaml.ScalarNode {
+		n.OnError = []*Catch{{To: oe.Value, Pos: pc.d.Pos(oe), end: endOf(pc.d.File, oe)}}
+		return
+	}
+	var all *Catch // the first entry that catches every kind
+	seen := map[string]bool{}
+	for _, e := range items(oe) {
+		to := mapGet(e, "next")
+		c := &Catch{To: scalarValue(to), Pos: pc.d.Pos(to), end: endOf(pc.d.File, to)}
+		kinds := items(mapGet(e, "when"))
+		if when := mapGet(e, "when"); when != nil && when.Kind == yaml.ScalarNode {
+			kinds = []*yaml.Node{when}
+		}
+		c.When = pc.errorKinds(kinds)
+		if all != nil {
+			pc.diags.Errorf(pc.d.Pos(e), CodeGraphDeadRoute, "this on_error entry of node %q can never be taken: the entry to %q before it (line %d) catches every error",
+				n.Name, all.To, all.Pos.Line).Hint = "move the entry without when (or with when: any) to the end of the list"
+		}
+		for i, k := range c.When {
+			if seen[k] && k != runner.KindAny {
+				pc.diags.Warnf(pc.d.Pos(kinds[i]), CodeGraphShadowedCatch, "error kind %q is caught by an earlier on_error entry of node %q; this entry never sees it", k, n.Name).Hint =
+					"remove it here, or move this entry up"
+			}
+			seen[k] = true
+		}
+		if all == nil && (len(c.When) == 0 || slices.Contains(c.When, runner.KindAny)) {
+			all = c
+		}
+		n.OnError = append(n.OnError, c)
+	}
+}
+
+// errorKinds returns the error kinds an on_error entry names, reporting
+// those that are not kinds (which catch nothing).
+func (pc *pipelineCheck) errorKinds(kinds []*yaml.Node) []string {
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if !slices.Contains(runner.ErrorKinds, k.Value) {
+			dg := pc.diags.Errorf(pc.d.Pos(k), CodeSchemaEnum, "%q is not an error kind; the kinds are %s", k.Value, strings.Join(runner.ErrorKinds, ", "))
+			dg.Hint, dg.End = didYouMean(k.Value, runner.ErrorKinds), endOf(pc.d.File, k)
+		}
+		out = append(out, k.Value)
+	}
+	return out
 }
 
 // deadRoute reports a route that follows a route without when, which

@@ -55,6 +55,7 @@ const (
 	CodeGraphUnboundedCycle = "graph.unbounded-cycle"
 	CodeGraphDeadRoute      = "graph.dead-route"
 	CodeGraphNoDefault      = "graph.no-default-route"
+	CodeGraphShadowedCatch  = "graph.shadowed-catch"
 
 	// what a definition means beyond references
 	CodeNodeConfig = "node.config"
@@ -108,6 +109,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeGraphUnboundedCycle, "a cycle no limit bounds"},
 	{CodeGraphDeadRoute, "a route after a route without when"},
 	{CodeGraphNoDefault, "every route of a node has a condition (warning)"},
+	{CodeGraphShadowedCatch, "an error kind an earlier on_error entry already catches (warning)"},
 	{CodeNodeConfig, "a node type's own check of its with:"},
 	{CodeRuleAction, "an action its trigger does not allow"},
 	{CodeModelAgent, "the agent's model called where no agent gives one"},

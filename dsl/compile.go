@@ -144,6 +144,8 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 		return nil, compileError(Pos{}, CodeRefUnknown, fmt.Errorf("no pipeline named %q", name))
 	}
 	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
+		OnTimeout: p.OnTimeout, OnError: p.OnError, HandlerTimeout: p.HandlerTimeout,
+		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter,
 		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
 	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
 	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)
@@ -176,7 +178,10 @@ func (c *graphCompiler) step(p *Pipeline, n *Node) (*runner.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &runner.Step{Name: n.Name, Type: n.Type, Node: node, OnError: n.OnError, Timeout: n.Timeout}
+	s := &runner.Step{Name: n.Name, Type: n.Type, Node: node, Timeout: n.Timeout}
+	for _, c := range n.OnError {
+		s.OnError = append(s.OnError, runner.Catch{When: c.When, To: c.To})
+	}
 	if n.Retry != nil {
 		s.Retry = runner.Retry{MaxAttempts: n.Retry.MaxAttempts, Backoff: n.Retry.Backoff, MaxBackoff: n.Retry.MaxBackoff, On: n.Retry.On}
 	}

@@ -30,9 +30,10 @@ func (pc *pipelineCheck) graph() {
 		}
 		ends = append(ends, pc.targets(n, names)...)
 	}
+	roots := append([]string{p.Start}, pc.pipelineRefs(names)...)
 	var reach map[string]bool
 	if startKnown {
-		reach = reachable(p, []string{p.Start}, func(p *Pipeline, name string) []string {
+		reach = reachable(p, roots, func(p *Pipeline, name string) []string {
 			if n := p.Node(name); n != nil && n.opaque {
 				return names
 			}
@@ -69,14 +70,46 @@ func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
 			unknown = append(unknown, r.To)
 		}
 	}
-	if n.OnError != "" && n.OnError != End && pc.p.Node(n.OnError) == nil {
-		pc.diags.Errorf(pc.d.Pos(mapGet(n.value, "on_error")), CodeRefUnknown, "on_error names unknown node %q", n.OnError).Hint = didYouMean(n.OnError, names)
-		unknown = append(unknown, n.OnError)
+	for _, c := range n.OnError {
+		if c.To != End && pc.p.Node(c.To) == nil {
+			dg := pc.diags.Errorf(c.Pos, CodeRefUnknown, "on_error names unknown node %q", c.To)
+			dg.Hint, dg.End = didYouMean(c.To, names), c.end
+			unknown = append(unknown, c.To)
+		}
 	}
 	if last := n.Next[len(n.Next)-1]; last.When != nil && !slices.ContainsFunc(n.Next, func(r *Route) bool { return r.When == nil }) {
 		pc.diags.Warnf(last.Pos, CodeGraphNoDefault, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
 	}
 	return unknown
+}
+
+// pipelineRefs checks the nodes the pipeline's handlers and static
+// interrupts name, and returns its handlers: nodes a run can reach
+// without a route.
+func (pc *pipelineCheck) pipelineRefs(names []string) (handlers []string) {
+	for _, key := range []string{"on_timeout", "on_error"} {
+		if v := pc.d.Get(key); v != nil && !pc.bad(v) && pc.nodeRef(v, key, names) {
+			handlers = append(handlers, v.Value)
+		}
+	}
+	for _, key := range []string{"interrupt_before", "interrupt_after"} {
+		if v := pc.d.Get(key); !pc.bad(v) {
+			for _, n := range items(v) {
+				pc.nodeRef(n, key, names)
+			}
+		}
+	}
+	return handlers
+}
+
+// nodeRef checks that n names a node of the pipeline.
+func (pc *pipelineCheck) nodeRef(n *yaml.Node, what string, names []string) bool {
+	if pc.p.Node(n.Value) != nil {
+		return true
+	}
+	dg := pc.diags.Errorf(pc.d.Pos(n), CodeRefUnknown, "%s names unknown node %q", what, n.Value)
+	dg.Hint, dg.End = didYouMean(n.Value, names[:len(names)-1]), endOf(pc.d.File, n)
+	return false
 }
 
 func nodeNames(p *Pipeline) []string {
@@ -97,8 +130,8 @@ func successors(p *Pipeline, name string) []string {
 	for _, r := range n.Next {
 		out = append(out, r.To)
 	}
-	if n.OnError != "" {
-		out = append(out, n.OnError)
+	for _, c := range n.OnError {
+		out = append(out, c.To)
 	}
 	return out
 }

@@ -167,9 +167,18 @@ type Pipeline struct {
 	Input    *Type
 	MaxSteps int
 	Timeout  time.Duration
-	Start    string
-	Nodes    []*Node
-	Output   map[string]*Expression
+	// OnTimeout and OnError name the pipeline's handlers: the node that
+	// runs once when a run would end timed out (failed), within
+	// HandlerTimeout. InterruptBefore and InterruptAfter list the nodes a
+	// thread pauses before (after).
+	OnTimeout       string
+	OnError         string
+	HandlerTimeout  time.Duration
+	InterruptBefore []string
+	InterruptAfter  []string
+	Start           string
+	Nodes           []*Node
+	Output          map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
 	Budget runner.Budget
 	// AgentModel is the first node, of this pipeline or of one it runs as
@@ -208,7 +217,7 @@ type Node struct {
 	Type    string
 	Config  any // the node type's Config() value, checked
 	Next    []*Route
-	OnError string
+	OnError []*Catch
 	Timeout time.Duration
 	Retry   *Retry
 	key     *yaml.Node
@@ -223,6 +232,15 @@ type Route struct {
 	When *Condition
 	To   string
 	Pos  Pos
+	end  Pos // where the target's name ends, when known
+}
+
+// Catch is one entry of a node's on_error: the error kinds it catches
+// (none: any error) and the node it routes to.
+type Catch struct {
+	When []string
+	To   string
+	Pos  Pos // of the target
 	end  Pos // where the target's name ends, when known
 }
 

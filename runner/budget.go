@@ -174,18 +174,23 @@ func (r *Run) Usage() RunUsage {
 }
 
 // exceeded ends a run that exceeded a budget under the fail or interrupt
-// policy; the route policy never gets here (see errorRoute).
+// policy (a timeout fails it as timed out); the route policy never gets
+// here (see errorRoute).
 func (r *Run) exceeded(ctx context.Context, state State, cur string, be *BudgetError) (*Result, error) {
 	if r.meter.budget.OnExceed == OnExceedInterrupt {
 		return r.pause(ctx, state, cur, &Interrupt{Node: cur, Kind: KindBudget,
 			Message: be.Error() + `; resume with higher limits, e.g. {"` + be.Budget + `": N}, or {"approved": false} to stop`,
 			Payload: map[string]any{"budget": be.Budget, "limit": be.Limit, "used": be.Used}})
 	}
-	return r.fail(ctx, state, cur, budgetFailure(r.Graph.Name, cur, be))
+	status := StatusFailed
+	if be.Budget == "timeout" {
+		status = StatusTimedOut
+	}
+	return r.end(ctx, state, cur, status, budgetFailure(r.Graph.Name, cur, be))
 }
 
 func budgetFailure(pipeline, cur string, be *BudgetError) *RunError {
-	return &RunError{Code: "budget_exceeded", Node: cur, Message: fmt.Sprintf(
+	return &RunError{Code: "budget_exceeded", Node: cur, Kind: KindBudgetErr, Message: fmt.Sprintf(
 		"%s (pipeline %s, at node %s); raise budget.%s if the run needs more", be, pipeline, cur, be.Budget)}
 }
 

@@ -91,8 +91,8 @@ func TestBudgetTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != runner.StatusFailed || res.Error.Code != "budget_exceeded" || !strings.Contains(res.Error.Message, "budget timeout exceeded") {
-		t.Fatalf("status %s, error %+v; want a failed timeout budget", res.Status, res.Error)
+	if res.Status != runner.StatusTimedOut || res.Error.Code != "budget_exceeded" || !strings.Contains(res.Error.Message, "budget timeout exceeded") {
+		t.Fatalf("status %s, error %+v; want a timed-out budget", res.Status, res.Error)
 	}
 }
 

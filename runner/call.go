@@ -225,6 +225,9 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 	case err != nil:
 		exec.Status, exec.ErrorMessage = ToolFailed, err.Error()
 	}
+	if err != nil {
+		err = &ToolError{Tool: c.info.Name, Err: err}
+	}
 	return ToolOutcome{Exec: exec, Err: err, state: st}
 }
 

@@ -47,6 +47,9 @@ type meta struct {
 	// Turn is the step the run's turn of the thread began at: limits
 	// count the steps of a turn.
 	Turn int `json:"turn,omitempty"`
+	// Caught is the error a route caught this step (or, in a snapshot,
+	// before): what expressions see as error from here on.
+	Caught map[string]any `json:"caught,omitempty"`
 }
 
 // checkpoint writes the next checkpoint of the thread, durably. It holds
@@ -64,6 +67,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now()}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
+	if r.caughtNew || snap { // a snapshot carries it on
+		m.Caught, r.caughtNew = r.caught, false
+	}
 	if len(r.calls) > 0 {
 		m.Journal, m.Pending = r.journalEntries(), r.sideUpd
 	}
@@ -80,7 +86,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
-	if err == nil && (snap || c.err != nil || m.Usage != nil || m.SideWrites != nil || m.Journal != nil) {
+	if err == nil && (snap || c.err != nil || m.Usage != nil || m.SideWrites != nil || m.Journal != nil || m.Caught != nil) {
 		cp.Meta, err = json.Marshal(m)
 	}
 	if err != nil {
@@ -281,5 +287,8 @@ func (m *meta) latest(n *meta) {
 	}
 	if n.Budget != nil {
 		m.Budget = n.Budget
+	}
+	if n.Caught != nil {
+		m.Caught = n.Caught
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// Vars returns the variables a node's expressions see: state, input and
-// budget.
+// Vars returns the variables a node's expressions see: state, input,
+// budget and error (the error a route caught last: {message, kind, node}).
 func (in *Input) Vars() map[string]any {
-	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget}
+	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget, "error": in.Run.errorVar()}
 }
 
 // Now returns the run's clock reading.

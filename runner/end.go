@@ -25,35 +25,42 @@ func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (
 	case errors.As(err, &re):
 		return r.fail(ctx, state, cur, re)
 	}
-	return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s failed: %v", cur, err)})
+	return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Kind: ErrorKindsOf(err)[0], Message: fmt.Sprintf("node %s failed: %v", cur, err)})
 }
 
+// pause pauses a thread at node cur, which runs again on resume.
 func (r *Run) pause(ctx context.Context, state State, cur string, intr *Interrupt) (*Result, error) {
+	return r.pauseAt(ctx, state, cur, cur, intr)
+}
+
+// pauseAt pauses a thread after node cur, standing at next.
+func (r *Run) pauseAt(ctx context.Context, state State, cur, next string, intr *Interrupt) (*Result, error) {
 	if len(intr.Update) > 0 {
 		var err error
 		if state, err = merge(r.Graph, state, intr.Update); err != nil {
 			return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: pausing: %v", cur, err)})
 		}
 	}
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr}); err != nil {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: next, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr}); err != nil {
 		return nil, err
 	}
 	r.emit(EventInterrupt, cur, intr)
 	res := r.result(StatusInterrupted, state, nil, intr)
 	if r.Graph.Output != nil { // what the pipeline declares so far; an output that needs a finished run is left out
-		res.Output, _ = r.Graph.Output.Eval(map[string]any{"state": state, "input": r.input})
+		res.Output, _ = r.Graph.Output.Eval(r.outputVars(state))
 	}
 	return res, nil
 }
 
-// stop ends a run whose context ended: the run's own timeout fails it, a
-// cancellation leaves it resumable at the node it had not finished.
+// stop ends a run whose context ended: the run's own timeout ends it
+// timed out, a cancellation leaves it resumable at the node it had not
+// finished.
 func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*Result, error) {
 	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
 		return r.exceeded(ctx, state, cur, be)
 	}
 	if errors.Is(cause, context.DeadlineExceeded) && r.Graph.Timeout > 0 {
-		return r.fail(ctx, state, cur, &RunError{Code: "timeout", Node: cur, Message: fmt.Sprintf(
+		return r.end(ctx, state, cur, StatusTimedOut, &RunError{Code: "timeout", Node: cur, Kind: KindTimeout, Message: fmt.Sprintf(
 			"pipeline %s ran longer than its timeout of %s (at node %s); raise limits.timeout if the run needs more", r.Graph.Name, r.Graph.Timeout, cur)})
 	}
 	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusCancelled, state: state}); err != nil {
@@ -63,13 +70,22 @@ func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*
 	return r.result(StatusCancelled, state, nil, nil), nil
 }
 
+// fail ends a run that failed at node cur, which a resume runs again.
 func (r *Run) fail(ctx context.Context, state State, cur string, re *RunError) (*Result, error) {
-	re.Message = r.Graph.Redact.String(re.Message)
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusFailed, state: state, err: re}); err != nil {
+	return r.end(ctx, state, cur, StatusFailed, re)
+}
+
+// end ends a run with status failed or timed out at node cur, after the
+// pipeline's handler for it, if it has one, has run.
+func (r *Run) end(ctx context.Context, state State, cur, status string, re *RunError) (*Result, error) {
+	re.Message = r.Graph.Redact.String(re.Message) // before the handler sees it
+	state = r.handle(state, cur, status, re)
+	re.Message = r.Graph.Redact.String(re.Message) // with the handler's error
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: status, state: state, err: re}); err != nil {
 		return nil, err
 	}
 	r.emit(EventError, cur, re)
-	res := r.result(StatusFailed, state, re, nil)
+	res := r.result(status, state, re, nil)
 	r.emit(EventDone, "", res)
 	return res, nil
 }
@@ -77,7 +93,7 @@ func (r *Run) fail(ctx context.Context, state State, cur string, re *RunError) (
 func (r *Run) complete(_ context.Context, state State) (*Result, error) {
 	res := r.result(StatusCompleted, state, nil, nil)
 	if r.Graph.Output != nil {
-		out, err := r.Graph.Output.Eval(map[string]any{"state": state, "input": r.input})
+		out, err := r.Graph.Output.Eval(r.outputVars(state))
 		if err != nil {
 			res.Status, res.Error = StatusFailed, &RunError{Code: "output", Message: fmt.Sprintf("pipeline %s: output: %v", r.Graph.Name, err)}
 		}
@@ -85,6 +101,11 @@ func (r *Run) complete(_ context.Context, state State) (*Result, error) {
 	}
 	r.emit(EventDone, "", res)
 	return res, nil
+}
+
+// outputVars are the variables of the pipeline's output expressions.
+func (r *Run) outputVars(state State) map[string]any {
+	return map[string]any{"state": state, "input": r.input, "error": r.errorVar()}
 }
 
 func (r *Run) result(status string, state State, re *RunError, intr *Interrupt) *Result {

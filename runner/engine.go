@@ -16,6 +16,9 @@ const (
 	StatusCompleted   = "completed"
 	StatusFailed      = "failed"
 	StatusCancelled   = "cancelled"
+	// StatusTimedOut is a run that ran out of time: its pipeline's
+	// limits.timeout or its budget's timeout. It resumes like a failed one.
+	StatusTimedOut = "timed_out"
 )
 
 // Engine runs graphs and checkpoints every step to its store.
@@ -52,10 +55,12 @@ type Result struct {
 }
 
 // RunError says why a run failed: a code (max_steps, timeout, node_error,
-// budget_exceeded) and a message that names the limit or node.
+// budget_exceeded) and a message that names the limit or node; Kind is
+// the error kind of a node's error (see ErrorKindsOf).
 type RunError struct {
 	Code    string `json:"code"`
 	Node    string `json:"node,omitempty"`
+	Kind    string `json:"kind,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -70,7 +75,16 @@ func (e *RunError) Error() string { return e.Message }
 // that is not a state field) is refused before anything is written, with
 // an error wrapping ErrInput.
 func (e *Engine) Run(ctx context.Context, g *Graph, thread string, input map[string]any) (*Result, error) {
+	return e.RunWith(ctx, g, thread, input, RunOptions{})
+}
+
+// RunWith is Run with options for this invocation; options that name
+// nodes g does not have are refused with an error wrapping ErrInput.
+func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map[string]any, opt RunOptions) (*Result, error) {
 	r := e.newRun(g, thread, e.Tenant)
+	if err := r.staticInterrupts(opt); err != nil {
+		return nil, err
+	}
 	input, err := checkInput(g, input)
 	if err != nil {
 		return nil, err
@@ -141,11 +155,14 @@ type ResumeOptions struct {
 	Value any
 	// Force resumes under changed definitions.
 	Force bool
+	RunOptions
 }
 
 // Resume continues a thread from its newest checkpoint: an interrupted
-// thread's node runs again with the resume value; a cancelled, failed or
-// crashed thread continues with the node it had not finished.
+// thread's node runs again with the resume value; a cancelled, failed,
+// timed-out or crashed thread continues with the node it had not
+// finished. A thread paused by interrupt_before runs its node (the value
+// is not delivered), one paused by interrupt_after goes on to its next.
 func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt ResumeOptions) (*Result, error) {
 	if e.Store == nil {
 		return nil, errors.New("resume needs a store")
@@ -166,16 +183,25 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.reopen(g, thread, cps, meta)
+	if err := r.staticInterrupts(opt.RunOptions); err != nil {
+		return nil, err
+	}
 	opt.Value = NormalizeJSON(opt.Value)
 	var resume *delivery
 	if last.Status == StatusInterrupted {
-		if be := budgetInterrupt(last); be != nil {
+		intr := pendingInterrupt(last)
+		switch be := budgetInterrupt(last); {
+		case be != nil:
 			if res, err := r.resumeBudget(ctx, state, last.Next, be, opt.Value); res != nil || err != nil {
 				return res, err
 			}
-		} else {
+		case intr.static():
+			if intr.Kind == KindBefore {
+				r.skipBefore = last.Next
+			}
+		default:
 			resume = &delivery{opt.Value}
-			r.awaiting = awaitingCalls(pendingInterrupt(last))
+			r.awaiting = awaitingCalls(intr)
 		}
 	} else if opt.Value != nil {
 		return nil, fmt.Errorf("%w: thread %s is %s, not waiting for input; nothing was changed", ErrInvalidResume, thread, last.Status)
@@ -190,7 +216,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *meta) *Run {
 	at := cps[len(cps)-1]
 	r := e.newRun(g, thread, m.Tenant)
-	r.id, r.step, r.turn, r.input, r.snapSize = at.ID, at.Step, m.Turn, m.Input, len(cps[0].Snapshot)
+	r.id, r.step, r.turn, r.input, r.snapSize, r.caught = at.ID, at.Step, m.Turn, m.Input, len(cps[0].Snapshot), m.Caught
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}

@@ -148,7 +148,7 @@ func TestRetryPolicy(t *testing.T) {
 func TestOnError(t *testing.T) {
 	g := oneNode(fn(func(context.Context, *runner.Input) (runner.Update, error) {
 		return nil, errors.New("tool exploded")
-	}), func(s *runner.Step) { s.OnError = "recover" })
+	}), func(s *runner.Step) { s.OnError = []runner.Catch{{To: "recover"}} })
 	res, err := (&runner.Engine{}).Run(context.Background(), g, "t", nil)
 	if err != nil || res.Status != runner.StatusCompleted || res.State["out"] != "recovered" ||
 		!strings.Contains(res.State["error"].(string), "tool exploded") {
@@ -172,7 +172,7 @@ func TestRunTimeout(t *testing.T) {
 	})
 	g.Timeout = 20 * time.Millisecond
 	res, err := (&runner.Engine{Store: newStore(t)}).Run(context.Background(), g, "t", nil)
-	if err != nil || res.Status != runner.StatusFailed || res.Error.Code != "timeout" || !strings.Contains(res.Error.Message, "limits.timeout") {
+	if err != nil || res.Status != runner.StatusTimedOut || res.Error.Code != "timeout" || !strings.Contains(res.Error.Message, "limits.timeout") {
 		t.Fatalf("got %v %+v", err, res)
 	}
 }
@@ -348,7 +348,7 @@ func TestSnapshotsBoundReplay(t *testing.T) {
 func TestBudgetStepsInNodes(t *testing.T) {
 	g := oneNode(fn(func(context.Context, *runner.Input) (runner.Update, error) {
 		return nil, errors.New("fails")
-	}), func(s *runner.Step) { s.OnError = "recover" })
+	}), func(s *runner.Step) { s.OnError = []runner.Catch{{To: "recover"}} })
 	g.Nodes["recover"].Node = fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
 		return runner.Update{"out": in.Vars()["budget"].(map[string]any)["steps"]}, nil
 	})

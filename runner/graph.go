@@ -4,7 +4,7 @@
 // knows nothing of YAML; dsl.Compile builds its graphs.
 //
 // Run and Resume return a *Result whose Status tells how the thread ended
-// (completed, interrupted, failed, cancelled). Errors are returned only for
+// (completed, interrupted, failed, timed_out, cancelled). Errors are returned only for
 // problems outside the run itself: a store that cannot be read or written,
 // or a resume that does not fit the thread.
 package runner
@@ -34,6 +34,18 @@ type Graph struct {
 	MaxSteps int
 	Timeout  time.Duration
 	Budget   Budget
+	// OnTimeout and OnError name the node that runs once when a run would
+	// end timed out (failed); its routes are followed to END within
+	// HandlerTimeout (default DefaultHandlerTimeout), and the run still
+	// ends timed out (failed). "": none.
+	OnTimeout      string
+	OnError        string
+	HandlerTimeout time.Duration
+	// InterruptBefore and InterruptAfter list the nodes a thread pauses
+	// before (after) running, with an interrupt of kind KindBefore
+	// (KindAfter); RunOptions can replace them for one invocation.
+	InterruptBefore []string
+	InterruptAfter  []string
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
 	// CheckInput checks a run's input before the thread starts and returns
@@ -65,11 +77,13 @@ type Field struct {
 
 // Step is a node in a graph with its routing and policies.
 type Step struct {
-	Name    string
-	Type    string
-	Node    Node
-	Routes  []Route
-	OnError string
+	Name   string
+	Type   string
+	Node   Node
+	Routes []Route
+	// OnError routes a node that failed for good: the first entry that
+	// catches the error's kind (see ErrorKindsOf) names the node.
+	OnError []Catch
 	Timeout time.Duration
 	Retry   Retry
 }

@@ -31,6 +31,18 @@ type Run struct {
 	in        Input
 	path      []string
 	tenant    string
+	// caught is what expressions see as error (see catch); caughtNew: the
+	// next checkpoint records it.
+	caught    map[string]any
+	caughtNew bool
+	// base is the context the run was given, before its limits: a
+	// pipeline's handler runs under it; handling is set while one runs.
+	base     context.Context
+	handling *ending
+	// pauseBefore and pauseAfter are the nodes the thread pauses at;
+	// skipBefore is the node a resume from its before-pause runs.
+	pauseBefore, pauseAfter []string
+	skipBefore              string
 
 	// Rules: the graph's, active for the tenant, by trigger; the agent as
 	// rules see it.
@@ -63,6 +75,7 @@ type delivery struct{ value any }
 // when set, goes to the first node.
 func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
 	g := r.Graph
+	r.base = ctx
 	if g.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
@@ -75,7 +88,7 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 	}
 	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
 	r.syncBudget(r.step - r.turn)
-	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state}
+	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar()}
 	for cur != End {
 		if err := ctx.Err(); err != nil {
 			return r.stop(ctx, state, cur, err)
@@ -93,14 +106,28 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 			r.emit(EventError, cur, map[string]any{"error": be.Error(), "route": p})
 			cur = p
 		}
+		if intr := r.pausesBefore(cur); intr != nil {
+			return r.pauseAt(ctx, state, cur, cur, intr)
+		}
 		next, err := r.step1(ctx, &state, cur, resume)
 		resume = nil
 		if err != nil {
 			return r.endStep(ctx, state, cur, err)
 		}
+		if intr := r.pausesAfter(cur, next); intr != nil {
+			return r.pauseAt(ctx, state, cur, next, intr)
+		}
 		cur = next
 	}
 	return r.complete(ctx, state)
+}
+
+// errorVar is what expressions see as error.
+func (r *Run) errorVar() map[string]any {
+	if r.caught == nil {
+		return noError
+	}
+	return r.caught
 }
 
 // step1 runs one node, merges its update, routes and checkpoints.
@@ -122,7 +149,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 			return "", err
 		}
 		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": next})
-		upd = r.errorUpdate(err)
+		upd = r.errorUpdate(cur, err)
 	}
 	merged, err := merge(r.Graph, *state, upd)
 	if err != nil {
@@ -142,11 +169,14 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	r.step++
 	r.path = append(r.path, cur)
 	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
-	status := StatusRunning
+	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged}
 	if next == End {
-		status = StatusCompleted
+		rec.status = StatusCompleted
 	}
-	if err := r.checkpoint(ctx, cpRecord{node: cur, next: next, status: status, writes: upd, sideWrites: sideUpd, state: merged}); err != nil {
+	if h := r.handling; h != nil { // a handler's step: the thread stands where the run ended
+		rec.next, rec.status, rec.err = h.node, h.status, h.err
+	}
+	if err := r.checkpoint(ctx, rec); err != nil {
 		return "", err
 	}
 	if r.engine.Sink != nil {
@@ -275,29 +305,45 @@ func (r *Run) route(s *Step, state State) (string, error) {
 }
 
 // errorRoute is the node a failed step routes to: the budget's on_exceed
-// node for a budget error, else the step's on_error; "" ends the run.
+// node for a budget error, else the first of the step's on_error entries
+// that catches the error's kind (a budget error only when on_exceed is
+// fail); "" ends the run.
 func (r *Run) errorRoute(ctx context.Context, s *Step, err error) string {
-	var be *BudgetError
 	var intr *Interrupt
-	switch {
-	case errors.As(err, &be):
-		if p := r.meter.budget.OnExceed; isPolicyNode(p) {
-			return p
-		}
-		return ""
-	case ctx.Err() != nil || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume):
+	if ctx.Err() != nil || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume) {
 		return ""
 	}
-	return s.OnError
+	kinds := ErrorKindsOf(err)
+	if kinds[0] == KindBudgetErr {
+		if p := r.meter.budget.OnExceed; p != "" && p != OnExceedFail {
+			if isPolicyNode(p) {
+				return p
+			}
+			return ""
+		}
+	}
+	return catchOf(s.OnError, kinds)
 }
 
 // errorField receives a node's error message when the node takes its
 // on_error route, if the pipeline declares it.
 const errorField = "error"
 
-func (r *Run) errorUpdate(err error) Update {
+// errorUpdate is the update of a step whose error a route caught, which
+// expressions see from here on as error.
+func (r *Run) errorUpdate(node string, err error) Update {
+	r.catch(err.Error(), ErrorKindsOf(err)[0], node)
 	if _, ok := r.Graph.Fields[errorField]; ok {
 		return Update{errorField: err.Error()}
 	}
 	return Update{}
+}
+
+// catch makes an error the one expressions see, and the next checkpoint
+// records.
+func (r *Run) catch(message, kind, node string) {
+	r.caught, r.caughtNew = caughtError(message, kind, node), true
+	if r.vars != nil {
+		r.vars["error"] = r.caught
+	}
 }

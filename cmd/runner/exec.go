@@ -20,12 +20,14 @@ import (
 	"github.com/runner-dev/runner/runner/store/stores"
 )
 
-// Exit codes of exec.
+// Exit codes of exec (the README's table lists them with the other
+// commands').
 const (
 	exitCompleted = 0
 	exitFailed    = 1
 	exitUsage     = 2
 	exitPaused    = 3
+	exitTimedOut  = 4
 )
 
 const defaultStore = "sqlite:.runner/state.db"
@@ -38,8 +40,10 @@ func newExec() *cobra.Command {
 defines), checkpointing every step, and prints the final state (or the
 pipeline's output) as JSON on stdout.
 
-Exit status: 0 completed, 3 paused waiting for input (resume with
---resume THREAD --value JSON), 1 failed, 2 usage or definition error.`,
+Exit status: 0 completed, 1 failed or cancelled, 2 usage or definition
+error, 3 paused waiting for input (resume with --resume THREAD --value
+JSON), 4 timed out (resumable with --resume THREAD). See "Exit codes" in
+the README.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runExec,
 	}
@@ -53,6 +57,8 @@ Exit status: 0 completed, 3 paused waiting for input (resume with
 	f.Bool("events", false, "print every event as a JSON line on stdout")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	f.String("tenant", "", "the tenant a new thread runs for: its rule sets apply")
+	f.StringSlice("interrupt-before", nil, "pause before these nodes (replaces the pipeline's interrupt_before for this run)")
+	f.StringSlice("interrupt-after", nil, "pause after these nodes (replaces the pipeline's interrupt_after for this run)")
 	return cmd
 }
 
@@ -102,7 +108,7 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 			return nil, usageErr(err)
 		}
 		force, _ := f.GetBool("force")
-		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force})
+		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: runOptions(cmd)})
 	}
 	if f.Changed("value") || f.Changed("force") {
 		return nil, usageErr(errors.New("--value and --force go with --resume THREAD"))
@@ -120,7 +126,23 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 		thread = uuid.Must(uuid.NewV7()).String()
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "thread %s\n", thread)
-	return e.Run(ctx, t.graph, thread, input)
+	return e.RunWith(ctx, t.graph, thread, input, runOptions(cmd))
+}
+
+// runOptions are the per-run options of the flags: the static interrupts
+// given replace the pipeline's.
+func runOptions(cmd *cobra.Command) runner.RunOptions {
+	var opt runner.RunOptions
+	f := cmd.Flags()
+	if f.Changed("interrupt-before") {
+		opt.InterruptBefore, _ = f.GetStringSlice("interrupt-before")
+		opt.InterruptBefore = append([]string{}, opt.InterruptBefore...) // given: never nil
+	}
+	if f.Changed("interrupt-after") {
+		opt.InterruptAfter, _ = f.GetStringSlice("interrupt-after")
+		opt.InterruptAfter = append([]string{}, opt.InterruptAfter...)
+	}
+	return opt
 }
 
 // report prints the result and turns its status into the exit code.
@@ -162,6 +184,9 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 	case runner.StatusCancelled:
 		fmt.Fprintf(w, "cancelled; resume with: %s\n", resumeCommand(cmd, res.Thread))
 		return &exitError{code: exitFailed}
+	case runner.StatusTimedOut:
+		fmt.Fprintf(w, "timed out; resume with: %s\n", resumeCommand(cmd, res.Thread))
+		return &exitError{code: exitTimedOut, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
 }

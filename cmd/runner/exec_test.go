@@ -319,3 +319,39 @@ func TestPruneAndDelete(t *testing.T) {
 		t.Errorf("show after delete: exit %d %s", code, errOut)
 	}
 }
+
+func TestExecTimedOut(t *testing.T) {
+	t.Setenv("RUNNER_PATHS", "testdata/timeout.yaml")
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, execArgs(dir, "slow", "--script", "testdata/timeout_script.yaml", "--thread", "s")...)
+	if code != exitTimedOut || !strings.Contains(errOut, "timed out; resume with: runner exec slow --resume s") ||
+		!strings.Contains(out, `"status": "TIMED_OUT"`) || !strings.Contains(out, `"error": "timeout at ask"`) {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitTimedOut, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "threads", "history", "s", "--status", "timed_out", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 3 { // the handler's step and the end
+		t.Fatalf("history --status timed_out: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, execArgs(dir, "slow", "--script", "testdata/timeout_script.yaml", "--resume", "s")...)
+	if code != 0 || !strings.Contains(out, `"status": "DONE"`) {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestExecStaticInterrupts(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	input := `{"transaction_id": "txn_1002"}`
+	code, _, errOut := runCLI(t, execArgs(dir, "fraud_investigation", "--input", input, "--thread", "f", "--interrupt-before", "completion")...)
+	if code != exitPaused || !strings.Contains(errOut, "paused at completion (before)") {
+		t.Fatalf("exit %d, want %d: %s", code, exitPaused, errOut)
+	}
+	code, out, errOut := runCLI(t, execArgs(dir, "fraud_investigation", "--resume", "f")...)
+	if code != 0 || !strings.Contains(out, `"status": "COMPLETED"`) {
+		t.Fatalf("resume: exit %d: %s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, execArgs(dir, "fraud_investigation", "--input", input, "--interrupt-after", "planer")...)
+	if code != exitUsage || !strings.Contains(errOut, `interrupt_after names node "planer"`) {
+		t.Fatalf("unknown node: exit %d, want %d: %s", code, exitUsage, errOut)
+	}
+}

@@ -67,8 +67,12 @@ func edges(p *dsl.Pipeline, f func(from, to, label string)) {
 			}
 			f(n.Name, r.To, label)
 		}
-		if n.OnError != "" {
-			f(n.Name, n.OnError, "on error")
+		for _, c := range n.OnError {
+			label := "on error"
+			if len(c.When) > 0 {
+				label += ": " + strings.Join(c.When, ", ")
+			}
+			f(n.Name, c.To, label)
 		}
 	}
 }

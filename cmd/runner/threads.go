@@ -29,7 +29,7 @@ func newThreads() *cobra.Command {
 	history := &cobra.Command{Use: "history THREAD", Short: "List a thread's checkpoints, newest first", Args: cobra.ExactArgs(1), RunE: threadsHistory}
 	history.Flags().Int("limit", 0, "list at most this many (default: all)")
 	history.Flags().Int64("before", 0, "list only checkpoints older than this id (the next page)")
-	history.Flags().String("status", "", "list only checkpoints of this status: running, interrupted, completed, failed, cancelled")
+	history.Flags().String("status", "", "list only checkpoints of this status: running, interrupted, completed, failed, timed_out, cancelled")
 	history.Flags().Bool("oldest-first", false, "list the oldest first")
 	prune := &cobra.Command{Use: "prune [THREAD...]", Short: "Drop old checkpoints (default: of every thread, by runner.yaml's retention); a pruned thread still resumes",
 		RunE: threadsPrune}

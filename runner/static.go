@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Kinds of the interrupts of interrupt_before and interrupt_after.
+const (
+	KindBefore = "before"
+	KindAfter  = "after"
+)
+
+// RunOptions say how one invocation of a thread runs, beyond its graph.
+type RunOptions struct {
+	// InterruptBefore and InterruptAfter, when not nil, replace the
+	// graph's lists of the nodes the thread pauses before (after) running,
+	// for this invocation. An empty list pauses nowhere.
+	InterruptBefore []string
+	InterruptAfter  []string
+}
+
+// staticInterrupts sets the nodes the run pauses before and after: the
+// graph's, or opt's. A node the graph does not have is refused with an
+// error wrapping ErrInput.
+func (r *Run) staticInterrupts(opt RunOptions) error {
+	r.pauseBefore, r.pauseAfter = r.Graph.InterruptBefore, r.Graph.InterruptAfter
+	for _, o := range []struct {
+		flag  string
+		nodes []string
+		dst   *[]string
+	}{{"interrupt_before", opt.InterruptBefore, &r.pauseBefore}, {"interrupt_after", opt.InterruptAfter, &r.pauseAfter}} {
+		if o.nodes == nil {
+			continue
+		}
+		for _, n := range o.nodes {
+			if r.Graph.Nodes[n] == nil {
+				return fmt.Errorf("%w: %s names node %q, which pipeline %s does not have; its nodes are: %v",
+					ErrInput, o.flag, n, r.Graph.Name, nodeNames(r.Graph))
+			}
+		}
+		*o.dst = o.nodes
+	}
+	return nil
+}
+
+func nodeNames(g *Graph) []string {
+	names := make([]string, 0, len(g.Nodes))
+	for n := range g.Nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// pausesBefore returns the interrupt the thread pauses with before node
+// runs, or nil; the node a resume from its own before-pause runs does
+// not pause again.
+func (r *Run) pausesBefore(node string) *Interrupt {
+	skip := r.skipBefore
+	r.skipBefore = ""
+	if node == skip || r.handling != nil || !slices.Contains(r.pauseBefore, node) {
+		return nil
+	}
+	return &Interrupt{Node: node, Kind: KindBefore, Message: "paused before node " + node + " (interrupt_before); resume to run it"}
+}
+
+// pausesAfter returns the interrupt the thread pauses with after node ran
+// and routed to next, or nil: a run that ends does not pause.
+func (r *Run) pausesAfter(node, next string) *Interrupt {
+	if next == End || r.handling != nil || !slices.Contains(r.pauseAfter, node) {
+		return nil
+	}
+	return &Interrupt{Node: node, Kind: KindAfter, Message: "paused after node " + node + " (interrupt_after); resume to go on to " + next}
+}
+
+// static reports whether an interrupt is one of interrupt_before or
+// interrupt_after, which a resume continues whatever its value.
+func (i *Interrupt) static() bool { return i != nil && (i.Kind == KindBefore || i.Kind == KindAfter) }
