@@ -305,7 +305,8 @@ func TestPruneAndDelete(t *testing.T) {
 		t.Errorf("show after prune: exit %d %s", code, errOut)
 	}
 	conf := filepath.Join(dir, "runner.yaml")
-	writeFile(t, conf, "paths: [pipelines, agents, rules]\nretention: {keep: 2}\n")
+	root, _ := os.Getwd() // a settings file's paths are relative to its directory
+	writeFile(t, conf, "paths: ["+strings.Join([]string{filepath.Join(root, "pipelines"), filepath.Join(root, "agents"), filepath.Join(root, "rules")}, ", ")+"]\nretention: {keep: 2}\n")
 	if code, _, errOut := runCLI(t, execArgs(dir, "fraud_investigator", "--config", conf, "--input", `{"transaction_id": "txn_1002"}`, "--thread", "f2")...); code != 0 {
 		t.Fatalf("exec with retention: %s", errOut)
 	}
