@@ -129,6 +129,11 @@ func TestRetryPolicy(t *testing.T) {
 		{"retries errors", errors.New("flaky"), nil, 3},
 		{"only timeouts", errors.New("flaky"), []string{"timeout"}, 1},
 		{"permanent", runner.Permanent(errors.New("bad input")), nil, 1},
+		{"rate limit", &runner.HTTPError{Status: 429, Err: errors.New("slow down")}, []string{"rate_limit"}, 3},
+		{"rate limit, not a 500", &runner.HTTPError{Status: 500, Err: errors.New("oops")}, []string{"rate_limit"}, 1},
+		{"server error", &runner.ProviderError{Status: 503, Err: errors.New("unavailable")}, []string{"server_error"}, 3},
+		{"error kind", &runner.ToolError{Tool: "x", Err: errors.New("broke")}, []string{"tool"}, 3},
+		{"error kind that does not match", &runner.ToolError{Tool: "x", Err: errors.New("broke")}, []string{"llm", "timeout"}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -237,23 +238,38 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("%s timed out after %s", e.What, e.After)
 }
 
-// retries reports whether the policy retries err.
+// retries reports whether the policy retries err. An empty On retries
+// every error; "error" is any error but a timeout, "rate_limit" a 429,
+// "server_error" a 5xx, and the error kinds of on_error match as there.
 func (p Retry) retries(err error) bool {
 	var intr *Interrupt
 	if isPermanent(err) || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume) {
 		return false
 	}
-	var te *TimeoutError
-	kind := "error"
-	if errors.As(err, &te) {
-		kind = "timeout"
-	}
 	if len(p.On) == 0 {
 		return true
 	}
+	kinds := ErrorKindsOf(err)
 	for _, o := range p.On {
-		if o == kind {
+		switch o {
+		case "error":
+			if !slices.Contains(kinds, KindTimeout) {
+				return true
+			}
+		case "rate_limit":
+			if httpStatus(err) == 429 {
+				return true
+			}
+		case "server_error":
+			if slices.Contains(kinds, KindHTTP5xx) {
+				return true
+			}
+		case KindAny:
 			return true
+		default:
+			if slices.Contains(kinds, o) {
+				return true
+			}
 		}
 	}
 	return false
