@@ -21,6 +21,11 @@ var budgetType = ObjectOf(map[string]*Type{
 // last in the run (empty strings when none).
 var errorType = ObjectOf(map[string]*Type{"message": StringType, "kind": StringType, "node": StringType})
 
+// runType is what expressions see as `run`: the thread, when this turn of
+// it began and the clock's reading (RFC 3339, UTC), and its limits.
+var runType = ObjectOf(map[string]*Type{"thread": StringType, "started_at": StringType, "now": StringType,
+	"limits": ObjectOf(map[string]*Type{"max_steps": IntegerType, "timeout_seconds": NumberType})})
+
 // pipelineCheck holds what the checks of one pipeline share.
 type pipelineCheck struct {
 	*check
@@ -182,7 +187,7 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	if e, ok := pc.envs[key]; ok {
 		return e
 	}
-	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType}
+	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType, "run": runType}
 	for _, v := range extra {
 		vars[v] = AnyType
 		if t := pc.vars[v]; t != nil {

@@ -109,7 +109,7 @@ func (k *check) ruleEnv(state *Type, trigger string) *Env {
 	if env := k.envs[key]; env != nil {
 		return env
 	}
-	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType}
+	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType, "run": runType}
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}

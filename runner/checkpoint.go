@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -47,6 +48,9 @@ type meta struct {
 	// Turn is the step the run's turn of the thread began at: limits
 	// count the steps of a turn.
 	Turn int `json:"turn,omitempty"`
+	// Started is when the run's turn began (what expressions see as
+	// run.started_at).
+	Started time.Time `json:"started,omitzero"`
 	// Caught is the error a route caught this step (or, in a snapshot,
 	// before): what expressions see as error from here on.
 	Caught map[string]any `json:"caught,omitempty"`
@@ -78,7 +82,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	var err error
 	if snap {
-		m.Input, m.Defs, m.Tenant, m.Turn = r.input, r.Graph.Defs, r.tenant, r.turn
+		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
 		cp.Snapshot, err = json.Marshal(c.state)
 	} else if c.writes != nil {
 		cp.Writes, err = json.Marshal(c.writes)
@@ -280,7 +284,7 @@ func (m *meta) normalize() {
 // input and definitions, the newest usage and budget.
 func (m *meta) latest(n *meta) {
 	if m.Input == nil && m.Defs == nil {
-		m.Input, m.Defs, m.Tenant, m.Turn = n.Input, n.Defs, n.Tenant, n.Turn
+		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = n.Input, n.Defs, n.Tenant, n.Turn, n.Started
 	}
 	if n.Usage != nil {
 		m.Usage = n.Usage

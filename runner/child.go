@@ -10,9 +10,23 @@ import (
 )
 
 // Vars returns the variables a node's expressions see: state, input,
-// budget and error (the error a route caught last: {message, kind, node}).
+// budget, error (the error a route caught last: {message, kind, node}) and
+// run ({thread, started_at, now, limits}).
 func (in *Input) Vars() map[string]any {
-	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget, "error": in.Run.errorVar()}
+	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget, "error": in.Run.errorVar(), "run": in.Run.runVar()}
+}
+
+// runVar is what expressions see as run: the thread, when this turn of
+// it began and the clock's reading (RFC 3339 times in UTC), and the limits
+// the turn runs under: max_steps and timeout_seconds (0: none).
+func (r *Run) runVar() map[string]any {
+	timeout := r.Graph.Timeout
+	if t := r.meter.budget.Timeout; t > 0 && (timeout == 0 || t < timeout) {
+		timeout = t
+	}
+	limits := map[string]any{"max_steps": int64(r.Graph.MaxSteps), "timeout_seconds": timeout.Seconds()}
+	return map[string]any{"thread": r.Thread, "started_at": r.started.UTC().Format(time.RFC3339Nano),
+		"now": r.now().UTC().Format(time.RFC3339Nano), "limits": limits}
 }
 
 // Now returns the run's clock reading.

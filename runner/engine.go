@@ -96,7 +96,7 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	if state, err = r.nextTurn(ctx, state, input); err != nil {
 		return nil, err
 	}
-	r.input = input
+	r.input, r.started = input, r.now()
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})
 	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true}); err != nil {
 		return nil, err
@@ -217,6 +217,7 @@ func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *met
 	at := cps[len(cps)-1]
 	r := e.newRun(g, thread, m.Tenant)
 	r.id, r.step, r.turn, r.input, r.snapSize, r.caught = at.ID, at.Step, m.Turn, m.Input, len(cps[0].Snapshot), m.Caught
+	r.started = m.Started
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}

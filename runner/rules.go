@@ -273,7 +273,7 @@ func (r *Run) afterNode(s *Step, merged State) (Update, error) {
 
 // ruleVars is what every rule sees, with the trigger's own variables.
 func (r *Run) ruleVars(extra ...any) map[string]any {
-	vars := map[string]any{"state": r.stateView(), "input": r.input, "budget": r.budget, "agent": r.agent}
+	vars := map[string]any{"state": r.stateView(), "input": r.input, "budget": r.budget, "agent": r.agent, "run": r.runVar()}
 	for i := 0; i+1 < len(extra); i += 2 {
 		vars[extra[i].(string)] = extra[i+1]
 	}

@@ -20,9 +20,10 @@ type Run struct {
 	input     map[string]any
 	id        int64 // newest checkpoint id
 	step      int
-	turn      int // the step this run's turn of the thread began at
-	sinceSnap int // bytes written since the newest snapshot
-	snapSize  int // bytes of the newest snapshot
+	turn      int       // the step this run's turn of the thread began at
+	started   time.Time // when this turn of the thread began
+	sinceSnap int       // bytes written since the newest snapshot
+	snapSize  int       // bytes of the newest snapshot
 	vars      map[string]any
 	budget    map[string]any // the expressions' view of meter
 	meter     *meter
@@ -89,7 +90,7 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 	}
 	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
 	r.syncBudget(r.step - r.turn)
-	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar()}
+	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar()}
 	for cur != End {
 		if err := ctx.Err(); err != nil {
 			return r.stop(ctx, state, cur, err)
@@ -304,7 +305,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // route picks the first route whose condition holds.
 func (r *Run) route(s *Step, state State) (string, error) {
-	r.vars["state"] = state
+	r.vars["state"], r.vars["run"] = state, r.runVar()
 	for _, rt := range s.Routes {
 		if rt.When == nil {
 			return rt.To, nil

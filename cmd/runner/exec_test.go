@@ -49,7 +49,7 @@ func TestExecCompletes(t *testing.T) {
 		t.Fatalf("output %s (%v)", out, err)
 	}
 	code, out, _ = runCLI(t, "threads", "history", "t1", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
-	if code != 0 || !strings.Contains(out, "completion") || strings.Count(out, "\n") != 16 {
+	if code != 0 || !strings.Contains(out, "completion") || strings.Count(out, "\n") != 17 {
 		t.Errorf("history: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "threads", "show", "t1", "--checkpoint", "3", "--store", "sqlite:"+filepath.Join(dir, "state.db"))

@@ -139,7 +139,7 @@ func TestGraph(t *testing.T) {
 		"START([START]) --> planner",
 		`planner -- "state.next_action == #quot;COMPLETE#quot; || state.step_count >= state.max_steps" --> completion`,
 		"planner --> tool_executor",
-		"completion --> END",
+		"record --> END",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("mermaid lacks %q:\n%s", want, out)
