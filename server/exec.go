@@ -98,6 +98,12 @@ func (s *Server) execute(l *liveRun) {
 		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
 	}
 	s.finish(l)
+	if l.stateless && l.q.OnCompletion != "keep" { // once its stream has read the end
+		l.streams.Wait()
+		ctx := context.WithoutCancel(ctx)
+		_ = s.runs.DeleteThread(ctx, l.rec.Thread)
+		_ = s.cfg.Store.Delete(ctx, l.rec.Thread)
+	}
 }
 
 // drive starts, resumes or continues the thread as the run asks.
@@ -144,15 +150,9 @@ func clone(m map[string]any) map[string]any {
 	return out
 }
 
-// finish ends l's stream, deletes a stateless run's thread, and starts the
-// thread's next queued run.
+// finish ends l's stream and starts the thread's next queued run.
 func (s *Server) finish(l *liveRun) {
 	s.emit(l, "end", nil)
-	if l.stateless && l.q.OnCompletion != "keep" {
-		ctx := context.WithoutCancel(l.ctx)
-		_ = s.runs.DeleteThread(ctx, l.rec.Thread)
-		_ = s.cfg.Store.Delete(ctx, l.rec.Thread)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	close(l.done)

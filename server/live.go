@@ -19,6 +19,9 @@ type liveRun struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the run ended and its stream has its end
+	// streams counts the streams that started with the run: a stateless
+	// run's thread is deleted once they have read its end.
+	streams sync.WaitGroup
 
 	mu    sync.Mutex
 	wake  chan struct{} // closed and replaced when an event is appended

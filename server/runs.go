@@ -15,16 +15,19 @@ import (
 // createRun admits a run: on the path's thread (created first with
 // if_not_exists create) or, without one, on a new thread of its own
 // (stateless). With an Idempotency-Key the tenant already used, the run
-// that key created is returned and nothing else happens.
-func (s *Server) createRun(r *http.Request) (*store.RunRecord, error) {
+// that key created is returned and nothing else happens. With watch, a
+// run created here is returned live, counting the caller as one of its
+// streams (release it with streams.Done): a stateless run's thread
+// outlives it.
+func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *liveRun, error) {
 	ctx := r.Context()
 	q, err := parseRunRequest(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name, _, err := s.graph(q.AssistantID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
 	create := stateless
@@ -32,7 +35,7 @@ func (s *Server) createRun(r *http.Request) (*store.RunRecord, error) {
 		thread = uuid.Must(uuid.NewV7()).String()
 	} else if _, err := s.record(ctx, thread); err != nil {
 		if q.IfNotExists != "create" || asProblem(err).Status != http.StatusNotFound {
-			return nil, err
+			return nil, nil, err
 		}
 		create = true
 	}
@@ -42,55 +45,64 @@ func (s *Server) createRun(r *http.Request) (*store.RunRecord, error) {
 		Tenant: tenantOf(ctx), Assistant: name, Status: store.RunPending, MultitaskStrategy: q.MultitaskStrategy,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta})
 	if err != nil || !created {
-		return rec, err
+		return rec, nil, err
 	}
-	if err := s.admit(ctx, rec, q, create, stateless); err != nil {
+	l, err := s.admit(ctx, rec, q, create, stateless, watch)
+	if err != nil {
 		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
-		return nil, err
+		if stateless {
+			_ = s.runs.DeleteThread(context.WithoutCancel(ctx), thread)
+		}
+		return nil, nil, err
 	}
-	return rec, nil
+	return rec, l, nil
 }
 
 // admit creates or tags the run's thread, then starts the run, queues it
 // or refuses it, as the thread's state and the multitask strategy say.
-func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, create, stateless bool) error {
+func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, create, stateless, watch bool) (*liveRun, error) {
 	if err := s.tagThread(ctx, rec, create); err != nil {
-		return err
+		return nil, err
 	}
 	g := s.cfg.Graphs[rec.Assistant]
 	if q.CheckpointID != "" {
 		if err := s.checkNewest(ctx, rec.Thread, q.CheckpointID); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	busy := s.busy(rec.Thread)
 	if busy && q.MultitaskStrategy == "reject" {
-		return problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", rec.Thread)
+		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", rec.Thread)
 	}
 	if !busy {
 		if _, err := s.plan(ctx, g, rec.Thread, q); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return problemf(http.StatusServiceUnavailable, "the server is shutting down")
+		return nil, problemf(http.StatusServiceUnavailable, "the server is shutting down")
 	}
 	l := newLiveRun(s.ctx, rec, q, g, stateless)
 	s.live[rec.ID] = l
+	var watched *liveRun
+	if watch {
+		l.streams.Add(1)
+		watched = l
+	}
 	s.append(ctx, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1})
 	if !busy {
 		s.start(l)
-		return nil
+		return watched, nil
 	}
 	if cur := s.active[rec.Thread]; cur != nil && q.MultitaskStrategy == "interrupt" {
 		cur.cancel(errCancelled)
 	}
 	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
-	return nil
+	return watched, nil
 }
 
 // tagThread creates the run's thread, or records on an existing one the
@@ -146,7 +158,7 @@ func runJSON(r *store.RunRecord) map[string]any {
 
 // createBackgroundRun starts a run and returns it at once.
 func (s *Server) createBackgroundRun(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.createRun(r)
+	rec, _, err := s.createRun(r, false)
 	if err != nil {
 		return err
 	}
@@ -157,7 +169,7 @@ func (s *Server) createBackgroundRun(w http.ResponseWriter, r *http.Request) err
 
 // createWaitRun starts a run and answers with its final values.
 func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.createRun(r)
+	rec, _, err := s.createRun(r, false)
 	if err != nil {
 		return err
 	}
@@ -172,16 +184,18 @@ func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
 
 // createStreamRun starts a run and streams its events.
 func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.createRun(r)
+	rec, l, err := s.createRun(r, true)
 	if err != nil {
 		return err
 	}
 	setRunLocation(w, rec, true)
-	var q runRequest
-	_ = json.Unmarshal(rec.Kwargs, &q)
-	l := s.liveRun(rec.ID)
+	if l == nil { // an earlier request with its Idempotency-Key created it: rejoin
+		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0)
+		return nil
+	}
+	defer l.streams.Done()
 	s.stream(w, r, rec.ID, l, 0)
-	if l != nil && q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
+	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
 		l.cancel(errCancelled)
 	}
 	return nil

@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/server"
 )
@@ -213,5 +215,83 @@ func TestRefusals(t *testing.T) {
 	created := e.call("POST", "/threads/fresh/runs/wait", map[string]any{"assistant_id": "approval", "if_not_exists": "create"}, 200)
 	if created["__interrupt__"] == nil {
 		t.Errorf("run on a thread created with if_not_exists = %v", created)
+	}
+}
+
+// TestRejoinLive rejoins a running run's stream after its first event:
+// the rest comes once, then the live events, to the end.
+func TestRejoinLive(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	run := e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "slow", "stream_mode": []string{"values", "updates", "debug"}}, 200)["run_id"].(string)
+	e.waitStatus(id, run, "running")
+	done := make(chan []sse)
+	go func() {
+		evs, _ := readSSE(t, e.request("GET", "/threads/"+id+"/runs/"+run+"/stream", nil, "Last-Event-ID", "1"))
+		done <- evs
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(e.release)
+	evs := <-done
+	for i, ev := range evs {
+		if ev.ID != fmt.Sprint(i+2) {
+			t.Fatalf("event %d of the rejoined stream has id %s, want %d: %v", i, ev.ID, i+2, evs)
+		}
+	}
+	last := evs[len(evs)-1]
+	var values map[string]any
+	for _, ev := range evs {
+		if ev.Event == "values" {
+			values = ev.Data.(map[string]any)
+		}
+	}
+	if last.Event != "end" || values["n"] != 1.0 {
+		t.Errorf("rejoined stream ends with %v, last values %v", last, values)
+	}
+}
+
+// TestStatelessStream: a stateless run streams to its end, then its
+// thread is gone.
+func TestStatelessStream(t *testing.T) {
+	e := newEnv(t)
+	evs, _ := readSSE(t, e.request("POST", "/runs/stream", map[string]any{"assistant_id": "approval", "stream_mode": "messages-tuple"}))
+	if len(evs) < 3 || evs[0].Event != "metadata" || evs[len(evs)-1].Event != "end" {
+		t.Fatalf("stateless stream %v", evs)
+	}
+	msg := evs[1].Data.([]any)
+	if evs[1].Event != "messages" || msg[0].(map[string]any)["type"] != "ai" || msg[1].(map[string]any)["langgraph_node"] != "answer" {
+		t.Errorf("messages-tuple event %v", evs[1])
+	}
+	thread := evs[0].Data.(map[string]any)["thread_id"].(string)
+	for range 100 {
+		if resp := e.request("GET", "/threads/"+thread, nil); resp.StatusCode == 404 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Error("the stateless run's thread is left")
+}
+
+// TestShutdown cancels a run still running when the grace period ends:
+// it ends interrupted, its thread resumable where it stopped.
+func TestShutdown(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	run := e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "slow"}, 200)["run_id"].(string)
+	e.waitStatus(id, run, "running")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	e.srv.Shutdown(ctx)
+	e.call("GET", "/threads/"+id+"/runs/"+run, nil, 200)
+	if got := e.call("GET", "/threads/"+id+"/runs/"+run, nil, 200)["status"]; got != "interrupted" {
+		t.Errorf("run cancelled by shutdown: %v", got)
+	}
+	if got := e.call("GET", "/readyz", nil, 503); got["status"] != 503.0 {
+		t.Errorf("readyz while shut down: %v", got)
+	}
+	e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "slow"}, 503)
+	st := e.call("GET", "/threads/"+id+"/state", nil, 200)
+	if fmt.Sprint(st["next"]) != "[wait]" || st["metadata"].(map[string]any)["status"] != "cancelled" {
+		t.Errorf("state after shutdown %v", st)
 	}
 }
