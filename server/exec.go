@@ -79,6 +79,8 @@ func (s *Server) execute(l *liveRun) {
 	res, err := s.drive(ctx, e, g, l)
 	status := store.RunError
 	switch {
+	case err != nil && ctx.Err() != nil: // cancelled before the engine began: the thread is as it was
+		status, l.final = store.RunInterrupted, s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, &runner.Result{})
 	case err != nil:
 		p := asProblem(err)
 		s.emit(l, "error", errorBody(p.Title, p.Detail))
@@ -94,10 +96,7 @@ func (s *Server) execute(l *liveRun) {
 			runner.StatusCancelled: store.RunInterrupted}[res.Status]
 		l.final = s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, res)
 	}
-	if err := s.runs.SetRunStatus(context.WithoutCancel(ctx), l.rec.ID, status); err != nil {
-		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
-	}
-	s.finish(l)
+	s.finish(l, status)
 	if l.stateless && l.q.OnCompletion != "keep" { // once its stream has read the end
 		l.streams.Wait()
 		ctx := context.WithoutCancel(ctx)
@@ -150,24 +149,27 @@ func clone(m map[string]any) map[string]any {
 	return out
 }
 
-// finish ends l's stream and starts the thread's next queued run.
-func (s *Server) finish(l *liveRun) {
+// finish ends l with status: the thread is free for its next queued run
+// (started here) before the status is written, so a client that sees the
+// run ended may start another; then the stream gets its end.
+func (s *Server) finish(l *liveRun, status string) {
+	s.mu.Lock()
+	if s.active[l.rec.Thread] == l {
+		delete(s.active, l.rec.Thread)
+		if q := s.queued[l.rec.Thread]; len(q) > 0 && !s.closing {
+			if s.queued[l.rec.Thread] = q[1:]; len(q) == 1 {
+				delete(s.queued, l.rec.Thread)
+			}
+			s.start(q[0])
+		}
+	}
+	s.mu.Unlock()
+	if err := s.runs.SetRunStatus(context.WithoutCancel(l.ctx), l.rec.ID, status); err != nil {
+		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
+	}
 	s.emit(l, "end", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(l.done)
-	l.notify()
 	delete(s.live, l.rec.ID)
-	if s.active[l.rec.Thread] == l {
-		delete(s.active, l.rec.Thread)
-	}
-	q := s.queued[l.rec.Thread]
-	if len(q) == 0 || s.closing {
-		return
-	}
-	next := q[0]
-	if s.queued[l.rec.Thread] = q[1:]; len(q) == 1 {
-		delete(s.queued, l.rec.Thread)
-	}
-	s.start(next)
+	close(l.done)
 }

@@ -114,9 +114,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		return problemf(http.StatusConflict, "run %s has ended (%s)", rec.ID, rec.Status)
 	}
 	if s.dequeue(l) {
-		_ = s.runs.SetRunStatus(r.Context(), rec.ID, store.RunInterrupted)
 		l.final = map[string]any{}
-		s.finish(l)
+		s.finish(l, store.RunInterrupted)
 	} else {
 		l.cancel(errCancelled)
 	}

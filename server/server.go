@@ -166,9 +166,8 @@ func (s *Server) dropQueued() {
 	clear(s.queued)
 	s.mu.Unlock()
 	for _, l := range left {
-		_ = s.runs.SetRunStatus(context.WithoutCancel(l.ctx), l.rec.ID, store.RunInterrupted)
 		l.final = map[string]any{}
-		s.finish(l)
+		s.finish(l, store.RunInterrupted)
 	}
 }
 
