@@ -21,6 +21,10 @@ var toRole = map[string]string{"human": "user", "user": "user", "ai": "assistant
 // outValues is a state (or update) as the API shows it: its messages in
 // LangChain form.
 func outValues(v map[string]any) map[string]any {
+	if m, ok := v[messagesField].(map[string]any); ok { // an update of one message
+		v = clone(v)
+		v[messagesField] = []any{m}
+	}
 	if msgs, ok := v[messagesField].([]any); ok {
 		out := make(map[string]any, len(v))
 		for k, x := range v {

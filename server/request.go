@@ -17,16 +17,21 @@ type runRequest struct {
 		Update json.RawMessage `json:"update"`
 		Goto   json.RawMessage `json:"goto"`
 	} `json:"command"`
-	StreamMode        any            `json:"stream_mode"`
-	InterruptBefore   any            `json:"interrupt_before"`
-	InterruptAfter    any            `json:"interrupt_after"`
-	MultitaskStrategy string         `json:"multitask_strategy"`
-	IfNotExists       string         `json:"if_not_exists"`
-	OnDisconnect      string         `json:"on_disconnect"`
-	OnCompletion      string         `json:"on_completion"`
-	CheckpointID      string         `json:"checkpoint_id"`
-	Metadata          map[string]any `json:"metadata"`
-	Config            *struct {
+	StreamMode        any    `json:"stream_mode"`
+	InterruptBefore   any    `json:"interrupt_before"`
+	InterruptAfter    any    `json:"interrupt_after"`
+	MultitaskStrategy string `json:"multitask_strategy"`
+	IfNotExists       string `json:"if_not_exists"`
+	OnDisconnect      string `json:"on_disconnect"`
+	OnCompletion      string `json:"on_completion"`
+	CheckpointID      string `json:"checkpoint_id"`
+	Checkpoint        *struct {
+		CheckpointID string `json:"checkpoint_id"`
+	} `json:"checkpoint"`
+	Webhook      string         `json:"webhook"`
+	AfterSeconds float64        `json:"after_seconds"`
+	Metadata     map[string]any `json:"metadata"`
+	Config       *struct {
 		RecursionLimit int `json:"recursion_limit"`
 	} `json:"config"`
 
@@ -62,6 +67,10 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 		return nil, unsupported("interrupt_before/interrupt_after (pause with a require_hitl rule or an interrupt node instead)")
 	case q.Command != nil && (hasJSON(q.Command.Update) || hasJSON(q.Command.Goto)):
 		return nil, unsupported("command.update/command.goto (edit the state with POST /threads/{id}/state)")
+	case q.Webhook != "":
+		return nil, unsupported("webhook")
+	case q.AfterSeconds > 0:
+		return nil, unsupported("after_seconds (delayed runs)")
 	case q.MultitaskStrategy == "rollback":
 		return nil, unsupported("multitask_strategy rollback (checkpoints are never rolled back; use interrupt)")
 	case !slices.Contains([]string{"", "reject", "enqueue", "interrupt"}, q.MultitaskStrategy):
@@ -71,6 +80,9 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 	}
 	if q.MultitaskStrategy == "" {
 		q.MultitaskStrategy = "reject"
+	}
+	if q.Checkpoint != nil && q.CheckpointID == "" {
+		q.CheckpointID = q.Checkpoint.CheckpointID
 	}
 	return q, nil
 }

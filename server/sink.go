@@ -78,7 +78,10 @@ func (s *Server) updateEvents(l *liveRun, ev runner.Event) {
 	if l.q.wants("updates") {
 		s.emitLocked(l, "updates", map[string]any{ev.Node: outValues(upd)})
 	}
-	msgs, _ := upd[messagesField].([]any)
+	msgs, ok := upd[messagesField].([]any)
+	if m, one := upd[messagesField].(map[string]any); !ok && one {
+		msgs = []any{m}
+	}
 	if len(msgs) == 0 {
 		return
 	}
