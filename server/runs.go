@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -122,9 +121,10 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create boo
 		return err
 	}
 	meta := metadata(t.Metadata)
-	if g, ok := meta["graph_id"]; ok {
-		if g != rec.Assistant && s.cfg.Graphs[fmt.Sprint(g)] != nil && s.cfg.Graphs[fmt.Sprint(g)].Name != s.cfg.Graphs[rec.Assistant].Name {
-			return problemf(http.StatusConflict, "thread %s runs %v, not %s", rec.Thread, g, rec.Assistant)
+	if name, ok := meta["graph_id"].(string); ok {
+		// another graph of the same pipeline (another agent) may continue it
+		if g := s.cfg.Graphs[name]; name != rec.Assistant && g != nil && g.Name != s.cfg.Graphs[rec.Assistant].Name {
+			return problemf(http.StatusConflict, "thread %s runs %s, not %s", rec.Thread, name, rec.Assistant)
 		}
 		return nil
 	}
@@ -176,6 +176,9 @@ func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
 	setRunLocation(w, rec, false)
 	out, err := s.wait(r.Context(), rec)
 	if err != nil {
+		if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
+			l.cancel(errCancelled)
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, out)

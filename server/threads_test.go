@@ -34,6 +34,11 @@ func TestAuth(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 		t.Errorf("Bearer key: %v %v", resp.StatusCode, err)
 	}
+	e.key = testKey
+	e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
+	if h, err := e.store.History(context.Background(), id); err != nil || h[0].Tenant != "acme" {
+		t.Errorf("the run's thread is not the key's tenant's: %v", err)
+	}
 	e.key = otherKey
 	e.call("GET", "/threads/"+id, nil, 404)
 	e.call("GET", "/threads/"+id+"/state", nil, 404)
