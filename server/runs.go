@@ -105,7 +105,8 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 }
 
 // tagThread creates the run's thread, or records on an existing one the
-// graph it runs when it has none yet.
+// graph it runs when it names none this server serves (a client may have
+// set graph_id itself).
 func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create bool) error {
 	tag := map[string]any{"graph_id": rec.Assistant, "assistant_id": AssistantID(rec.Assistant)}
 	if create {
@@ -121,9 +122,9 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create boo
 		return err
 	}
 	meta := metadata(t.Metadata)
-	if name, ok := meta["graph_id"].(string); ok {
+	if name, _ := meta["graph_id"].(string); s.cfg.Graphs[name] != nil {
 		// another graph of the same pipeline (another agent) may continue it
-		if g := s.cfg.Graphs[name]; name != rec.Assistant && g != nil && g.Name != s.cfg.Graphs[rec.Assistant].Name {
+		if s.cfg.Graphs[name].Name != s.cfg.Graphs[rec.Assistant].Name {
 			return problemf(http.StatusConflict, "thread %s runs %s, not %s", rec.Thread, name, rec.Assistant)
 		}
 		return nil

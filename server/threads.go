@@ -20,9 +20,13 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 		ThreadID string         `json:"thread_id"`
 		Metadata map[string]any `json:"metadata"`
 		IfExists string         `json:"if_exists"`
+		Steps    []any          `json:"supersteps"`
 	}
 	if err := decodeBody(r, &q); err != nil {
 		return err
+	}
+	if len(q.Steps) > 0 {
+		return problemf(http.StatusUnprocessableEntity, "supersteps are not supported: start a run, then edit its state with POST /threads/{id}/state")
 	}
 	if q.ThreadID == "" {
 		q.ThreadID = uuid.Must(uuid.NewV7()).String()

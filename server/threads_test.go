@@ -92,7 +92,8 @@ func TestThreads(t *testing.T) {
 		t.Errorf("if_exists do_nothing = %v", got)
 	}
 	e.call("PATCH", "/threads/t1", map[string]any{"metadata": map[string]any{"tier": 2}}, 200)
-	e.call("POST", "/threads", map[string]any{"thread_id": "t2"}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t2", "metadata": map[string]any{"graph_id": "agent"}}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t3", "supersteps": []any{map[string]any{}}}, 422)
 	e.call("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
 	found := e.list("POST", "/threads/search", map[string]any{"status": "interrupted", "metadata": map[string]any{"tier": 2}})
 	if len(found) != 1 || found[0].(map[string]any)["thread_id"] != "t1" {
@@ -102,6 +103,11 @@ func TestThreads(t *testing.T) {
 		t.Errorf("search idle = %v", idle)
 	}
 	e.call("POST", "/threads/t2/state", map[string]any{"values": map[string]any{"topic": "x"}}, 409)
+	e.call("POST", "/threads/t2/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
+	if got := e.call("GET", "/threads/t2", nil, 200); got["metadata"].(map[string]any)["graph_id"] != "approval" || got["status"] != "interrupted" {
+		t.Errorf("a thread created with a graph_id runner does not serve, after a run: %v", got)
+	}
+	e.call("POST", "/threads/t2/runs", map[string]any{"assistant_id": "slow"}, 409)
 	upd := e.call("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"approved": true}, "as_node": "gate"}, 200)
 	cp := upd["checkpoint"].(map[string]any)["checkpoint_id"].(string)
 	st := e.call("GET", "/threads/t1/state", nil, 200)
