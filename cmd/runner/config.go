@@ -32,6 +32,15 @@ type Config struct {
 	// max_age: 720h}): exec prunes a thread after each run, and `threads
 	// prune` without flags applies it to every thread.
 	Retention runner.Retention `koanf:"-"`
+	// Serve holds runner serve's settings.
+	Serve ServeConfig `koanf:"serve"`
+}
+
+// ServeConfig is the serve section of runner.yaml.
+type ServeConfig struct {
+	// APIKeys maps the hex SHA-256 of each API key to its tenant
+	// (serve: {api_keys: {<sha256>: acme}}).
+	APIKeys map[string]string `koanf:"api_keys"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.

@@ -255,21 +255,11 @@ func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error)
 	if err != nil {
 		return nil, err
 	}
-	opt := dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[name], Budget: cfg.Budget, Provider: builtins.Providers()}
-	if file, _ := cmd.Flags().GetString("script"); file != "" {
-		script, err := dsl.LoadScript(file)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		opt.Provider = builtins.ScriptedProviders(script)
+	opt, err := compileOptions(cmd, cfg)
+	if err != nil {
+		return nil, err
 	}
-	pipeline := name
-	if opt.Agent != nil {
-		pipeline = opt.Agent.Pipeline
-	} else if proj.Pipelines[name] == nil {
-		return nil, usageErr(fmt.Errorf("no agent or pipeline named %q", name))
-	}
-	g, err := checker.Compile(proj, pipeline, opt)
+	g, err := compileNamed(checker, proj, opt, name)
 	var ds dsl.Diagnostics
 	if errors.As(err, &ds) { // rendered as validate renders its diagnostics
 		_ = dsl.WriteReport(cmd.ErrOrStderr(), ds, dsl.FormatText, sources(proj.Docs))
@@ -279,6 +269,32 @@ func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error)
 		return nil, usageErr(err)
 	}
 	return &target{graph: g}, nil
+}
+
+// compileOptions are the options exec and serve compile with: the budget
+// overrides of cfg, and the replies of --script for every LLM call.
+func compileOptions(cmd *cobra.Command, cfg *Config) (dsl.CompileOptions, error) {
+	opt := dsl.CompileOptions{Tool: builtins.Tool, Budget: cfg.Budget, Provider: builtins.Providers()}
+	if file, _ := cmd.Flags().GetString("script"); file != "" {
+		script, err := dsl.LoadScript(file)
+		if err != nil {
+			return opt, usageErr(err)
+		}
+		opt.Provider = builtins.ScriptedProviders(script)
+	}
+	return opt, nil
+}
+
+// compileNamed compiles the agent or pipeline name of proj.
+func compileNamed(checker *dsl.Checker, proj *dsl.Project, opt dsl.CompileOptions, name string) (*runner.Graph, error) {
+	opt.Agent = proj.Agents[name]
+	pipeline := name
+	if opt.Agent != nil {
+		pipeline = opt.Agent.Pipeline
+	} else if proj.Pipelines[name] == nil {
+		return nil, fmt.Errorf("no agent or pipeline named %q", name)
+	}
+	return checker.Compile(proj, pipeline, opt)
 }
 
 // resumeCommand is the command that resumes thread, with the flags that

@@ -65,7 +65,7 @@ func newRoot() *cobra.Command {
 		Version:       version(),
 	}
 	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
-	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads(), newTest())
+	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads(), newTest(), newServe())
 	return root
 }
 

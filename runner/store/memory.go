@@ -16,6 +16,7 @@ import (
 type memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
+	memRuns
 }
 
 type memThread struct {
@@ -27,8 +28,9 @@ type memThread struct {
 func (t *memThread) last() int64 { return t.first + int64(len(t.cps)) - 1 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
+// It is a RunStore too.
 func NewMemory() Store {
-	return &memory{threads: map[string]*memThread{}}
+	return &memory{threads: map[string]*memThread{}, memRuns: newMemRuns()}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {

@@ -10,3 +10,7 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemory() })
 }
+
+func TestMemoryRunStore(t *testing.T) {
+	storetest.RunRunStore(t, func(*testing.T) store.RunStore { return store.NewMemory().(store.RunStore) })
+}

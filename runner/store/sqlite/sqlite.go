@@ -15,9 +15,14 @@ import (
 )
 
 // sqliteVersion is the schema version this build writes, kept in the
-// database's user_version pragma; a migration from version n to n+1 goes
-// in sqliteMigrate when the schema changes.
-const sqliteVersion = 1
+// database's user_version pragma; sqliteMigrations[n] migrates version n
+// to n+1.
+const sqliteVersion = 2
+
+// sqliteMigrations create the schema step by step: version 1 the
+// checkpoints, version 2 the API server's thread records, runs and run
+// events (runs.go).
+var sqliteMigrations = []string{sqliteSchema, sqliteRunsSchema}
 
 // sqliteSchema creates the version 1 schema. checkpoints holds one row per
 // Put with the JSON blobs last, so reading the other columns never walks a
@@ -174,8 +179,10 @@ func sqliteMigrate(db *sql.DB) error {
 	case version > sqliteVersion:
 		return fmt.Errorf("schema version %d is newer than this build's %d", version, sqliteVersion)
 	}
-	if _, err := tx.Exec(sqliteSchema); err != nil {
-		return fmt.Errorf("create schema: %w", err)
+	for v := version; v < sqliteVersion; v++ {
+		if _, err := tx.Exec(sqliteMigrations[v]); err != nil {
+			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
 	}
 	return tx.Commit()
 }

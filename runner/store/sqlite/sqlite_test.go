@@ -110,3 +110,35 @@ func TestSQLiteNewerSchema(t *testing.T) {
 		t.Errorf("Open of a newer schema err = %v, want a schema version error", err)
 	}
 }
+
+func TestRunStoreConformance(t *testing.T) {
+	storetest.RunRunStore(t, func(t *testing.T) store.RunStore {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.RunStore)
+	})
+}
+
+// TestSQLiteMigrateV1 opens a version 1 file: its checkpoints stay and
+// the run tables are added.
+func TestSQLiteMigrateV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runner.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(sqliteSchema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline, config_hash, tenant, created_at)
+		VALUES ('old', 1, 0, 0, '', 'a', 'running', 'p', 'h', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := openTest(t, path)
+	if cps, err := s.Load(context.Background(), "old", 0); err != nil || len(cps) != 1 {
+		t.Errorf("Load of a version 1 thread = %v, %v", cps, err)
+	}
+	rs := s.(store.RunStore)
+	if err := rs.CreateThread(context.Background(), &store.ThreadRecord{ID: "new"}); err != nil {
+		t.Errorf("CreateThread after migration: %v", err)
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store/stores"
+	"github.com/runner-dev/runner/server"
+)
+
+func newServe() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve every agent and pipeline over HTTP with the LangGraph Agent Server API",
+		Long: `Serve compiles every agent and pipeline of the project and serves each as an
+assistant of the LangGraph Agent Server API: clients written against
+@langchain/langgraph-sdk (JS or Python) create threads, stream runs and
+resume interrupts against it unchanged.
+
+Requests need an API key (x-api-key or Authorization: Bearer); keys are
+configured as their SHA-256 hex hash mapped to a tenant, in runner.yaml
+(serve: {api_keys: {<sha256>: tenant}}) or in the --api-keys file (the same
+mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
+		Args: cobra.NoArgs,
+		RunE: runServe,
+	}
+	f := cmd.Flags()
+	f.String("addr", "127.0.0.1:2024", "address to listen on")
+	f.String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
+	f.String("api-keys", "", "YAML file mapping API key SHA-256 hashes to tenants")
+	f.Bool("no-auth", false, "serve without API keys, for the default tenant (local development only)")
+	f.StringSlice("cors-origin", nil, "allow browsers from this origin (repeatable; * for any)")
+	f.Duration("grace", 10*time.Second, "on shutdown, how long running runs may go on before they are cancelled")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, _ []string) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return usageErr(err)
+	}
+	graphs, err := compileAll(cmd, cfg)
+	if err != nil {
+		return err
+	}
+	keys, err := apiKeys(cmd, cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	storeDSN, _ := cmd.Flags().GetString("store")
+	st, err := stores.Open(storeDSN)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	noAuth, _ := cmd.Flags().GetBool("no-auth")
+	if noAuth {
+		log.Warn("serving WITHOUT authentication (--no-auth): anyone who reaches the address can run every agent; for local development only")
+	}
+	origins, _ := cmd.Flags().GetStringSlice("cors-origin")
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(ctx, server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth,
+		CORSOrigins: origins, Version: version(), Log: log})
+	if err != nil {
+		return usageErr(err)
+	}
+	return listen(ctx, cmd, srv, len(graphs))
+}
+
+// listen serves srv until ctx ends, then shuts down: no new connections
+// or runs, running runs get the grace period to end before they are
+// cancelled (each stops at its node, resumable).
+func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) error {
+	addr, _ := cmd.Flags().GetString("addr")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErr(err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(cmd.ErrOrStderr(), "runner: serving %d assistants on http://%s\n", n, ln.Addr())
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), "runner: shutting down")
+	grace, _ := cmd.Flags().GetDuration("grace")
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- hs.Shutdown(gctx) }() // stops accepting; open streams end with their runs
+	srv.Shutdown(gctx)
+	select {
+	case err = <-closed:
+	case <-time.After(2 * time.Second):
+		err = hs.Close()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	return err
+}
+
+// compileAll compiles every agent and pipeline; one that cannot compile
+// (a model without its API key, say) is left out with a warning.
+func compileAll(cmd *cobra.Command, cfg *Config) (map[string]*runner.Graph, error) {
+	checker, proj, err := checkedProject(cmd, cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := compileOptions(cmd, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for name := range proj.Agents {
+		names = append(names, name)
+	}
+	for name := range proj.Pipelines {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	graphs := map[string]*runner.Graph{}
+	for _, name := range slices.Compact(names) {
+		g, err := compileNamed(checker, proj, opt, name)
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "runner: serve: %s is not served: %s\n", name, firstLine(err))
+			continue
+		}
+		graphs[name] = g
+	}
+	if len(graphs) == 0 {
+		return nil, usageErr(errors.New("no agent or pipeline can be served"))
+	}
+	return graphs, nil
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// apiKeys are the key hashes of runner.yaml and of the --api-keys file.
+func apiKeys(cmd *cobra.Command, cfg *Config) (map[string]string, error) {
+	keys := map[string]string{}
+	for h, t := range cfg.Serve.APIKeys {
+		keys[h] = t
+	}
+	if file, _ := cmd.Flags().GetString("api-keys"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--api-keys: %w", err)
+		}
+		var more map[string]string
+		if err := yaml.Unmarshal(data, &more); err != nil {
+			return nil, fmt.Errorf("--api-keys %s: want a mapping of key hashes to tenants: %w", file, err)
+		}
+		for h, t := range more {
+			keys[h] = t
+		}
+	}
+	for h := range keys {
+		if !sha256Hex.MatchString(h) {
+			return nil, errors.New("an API key is configured as itself, not as its SHA-256 hex hash (printf %s KEY | sha256sum)")
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/server"
+)
+
+// serveScript pauses rule_37 at its approval gate (create_entity is a
+// mutating capability), then answers after the approved call.
+const serveScript = `[
+ {"node": "initial_llm_call", "tool_calls": [{"id": "c1", "name": "create_entity", "args": {"name": "Mitchell Ranch 3H", "entity_type": "well", "api_number": "42-329-12399"}}]},
+ {"node": "initial_llm_call", "text": "Created the well entity Mitchell Ranch 3H."},
+ {"node": "synthesis_llm_call", "text": "Mitchell Ranch 3H is in the knowledge graph."}]`
+
+// TestServe starts the real binary on a free port, streams a run of the
+// shipped rule_37 agent to its approval interrupt, resumes it with
+// command.resume, checks the final state and shuts the server down.
+func TestServe(t *testing.T) {
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.json"), serveScript)
+	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-test")+": acme\n")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
+		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
+	cmd.Dir = "../.."
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	base := serveAddress(t, stderr)
+
+	call := func(method, path string, body any, status int) *http.Response {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
+		req.Header.Set("X-Api-Key", "sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != status {
+			data, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, data, status)
+		}
+		return resp
+	}
+	if resp, err := http.Get(base + "/threads/x"); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("no key: %v %v", resp.StatusCode, err)
+	}
+	var thread struct {
+		ThreadID string `json:"thread_id"`
+	}
+	_ = json.NewDecoder(call("POST", "/threads", map[string]any{}, 200).Body).Decode(&thread)
+	runs := "/threads/" + thread.ThreadID + "/runs/stream"
+	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}, "conversation_id": "conv-1"}
+	evs := sseEvents(t, call("POST", runs, map[string]any{"assistant_id": "rule_37", "input": input, "stream_mode": []string{"updates"}}, 200))
+	if !strings.Contains(evs, `"__interrupt__"`) || !strings.Contains(evs, `"create_entity"`) || !strings.HasSuffix(evs, "event: end\ndata: null\n") {
+		t.Fatalf("first run's stream has no approval interrupt:\n%s", evs)
+	}
+	resume := map[string]any{"assistant_id": "rule_37", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}, "stream_mode": "values"}
+	if evs := sseEvents(t, call("POST", runs, resume, 200)); strings.Contains(evs, "event: error") {
+		t.Fatalf("resume failed:\n%s", evs)
+	}
+	var state struct {
+		Values struct {
+			Status   string
+			Messages []map[string]any
+		}
+		Next []string
+	}
+	_ = json.NewDecoder(call("GET", "/threads/"+thread.ThreadID+"/state", nil, 200).Body).Decode(&state)
+	msgs := state.Values.Messages
+	if state.Values.Status != "completed" || len(state.Next) != 0 || len(msgs) < 2 ||
+		!strings.Contains(msgs[len(msgs)-2]["content"].(string), "well-mitchell-ranch-3h") || msgs[len(msgs)-1]["type"] != "ai" {
+		t.Errorf("final state: %+v", state)
+	}
+	call("POST", runs, resume, 409) // the interrupt took its resume
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve after SIGTERM: %v", err)
+	}
+}
+
+// serveAddress reads the server's address from its stderr.
+func serveAddress(t *testing.T, stderr io.Reader) string {
+	t.Helper()
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, addr, ok := strings.Cut(sc.Text(), " on http://"); ok {
+				found <- "http://" + addr
+			}
+		}
+	}()
+	select {
+	case addr := <-found:
+		return addr
+	case <-time.After(60 * time.Second):
+		t.Fatal("the server never said where it listens")
+	}
+	return ""
+}
+
+// sseEvents reads a stream to its end, its event lines only.
+func sseEvents(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "event: ") || strings.HasPrefix(l, "data: ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}

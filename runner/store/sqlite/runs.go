@@ -1,0 +1,286 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// sqliteRunsSchema creates version 2's tables: the API server's thread
+// records, runs and each run's event log (store.RunStore).
+const sqliteRunsSchema = `
+CREATE TABLE thread_records (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	tenant     TEXT    NOT NULL,
+	metadata   BLOB,
+	created_at INTEGER NOT NULL, -- Unix nanoseconds
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX thread_records_tenant ON thread_records (tenant, created_at DESC, id);
+CREATE TABLE runs (
+	id                 TEXT    NOT NULL PRIMARY KEY,
+	thread             TEXT    NOT NULL,
+	tenant             TEXT    NOT NULL,
+	assistant          TEXT    NOT NULL,
+	status             TEXT    NOT NULL,
+	multitask_strategy TEXT    NOT NULL,
+	idempotency_key    TEXT    NOT NULL,
+	kwargs             BLOB,
+	metadata           BLOB,
+	created_at         INTEGER NOT NULL,
+	updated_at         INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX runs_thread ON runs (thread, created_at, id);
+CREATE INDEX runs_status ON runs (status);
+CREATE UNIQUE INDEX runs_idempotency ON runs (tenant, idempotency_key) WHERE idempotency_key != '';
+CREATE TABLE run_events (
+	run        TEXT    NOT NULL,
+	seq        INTEGER NOT NULL,
+	event      TEXT    NOT NULL,
+	data       BLOB,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (run, seq)
+) WITHOUT ROWID;
+PRAGMA user_version = 2;
+`
+
+const runColumns = `id, thread, tenant, assistant, status, multitask_strategy, idempotency_key,
+	kwargs, metadata, created_at, updated_at`
+
+func (s *sqliteStore) CreateThread(ctx context.Context, t *store.ThreadRecord) error {
+	if err := store.CheckThreadRecord(t, time.Now()); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO thread_records (id, tenant, metadata, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING`,
+		t.ID, t.Tenant, blob(t.Metadata), t.CreatedAt.UnixNano(), t.UpdatedAt.UnixNano())
+	if err := oneRow(res, err, "create thread "+t.ID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.ConflictRecord("thread", t.ID)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *sqliteStore) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
+	var t store.ThreadRecord
+	var created, updated int64
+	var meta []byte
+	err := s.r.QueryRowContext(ctx, `SELECT id, tenant, metadata, created_at, updated_at FROM thread_records WHERE id = ?1`, id).
+		Scan(&t.ID, &t.Tenant, &meta, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.RecordNotFound("thread", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("store: thread %q: %w", id, err)
+	}
+	t.Metadata, t.CreatedAt, t.UpdatedAt = raw(meta), time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return &t, nil
+}
+
+func (s *sqliteStore) UpdateThread(ctx context.Context, t *store.ThreadRecord) error {
+	updated := t.UpdatedAt
+	if updated.IsZero() {
+		updated = time.Now()
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE thread_records SET metadata = ?2, updated_at = ?3 WHERE id = ?1`,
+		t.ID, blob(t.Metadata), updated.UnixNano())
+	return oneRow(res, err, "thread "+t.ID)
+}
+
+func (s *sqliteStore) DeleteThread(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `
+		DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE thread = ?1);
+		DELETE FROM runs WHERE thread = ?1;
+		DELETE FROM thread_records WHERE id = ?1;`, id)
+	return oneRow(res, err, "thread "+id)
+}
+
+func (s *sqliteStore) ThreadRecords(ctx context.Context, tenant string) ([]store.ThreadRecord, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, tenant, metadata, created_at, updated_at FROM thread_records
+		WHERE tenant = ?1 ORDER BY created_at DESC, id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("store: thread records: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ThreadRecord
+	for rows.Next() {
+		var t store.ThreadRecord
+		var created, updated int64
+		var meta []byte
+		if err := rows.Scan(&t.ID, &t.Tenant, &meta, &created, &updated); err != nil {
+			return nil, fmt.Errorf("store: thread records: %w", err)
+		}
+		t.Metadata, t.CreatedAt, t.UpdatedAt = raw(meta), time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
+	if err := store.CheckRunRecord(r, time.Now()); err != nil {
+		return nil, false, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	defer tx.Rollback()
+	if r.IdempotencyKey != "" {
+		old, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ?1 AND idempotency_key = ?2`,
+			r.Tenant, r.IdempotencyKey))
+		if err == nil {
+			return old, false, nil
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+		}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING`,
+		r.ID, r.Thread, r.Tenant, r.Assistant, r.Status, r.MultitaskStrategy, r.IdempotencyKey,
+		blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+	if err := oneRow(res, err, "create run "+r.ID); errors.Is(err, store.ErrNotFound) {
+		return nil, false, store.ConflictRecord("run", r.ID)
+	} else if err != nil {
+		return nil, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	c := *r
+	c.CreatedAt, c.UpdatedAt = time.Unix(0, r.CreatedAt.UnixNano()).UTC(), time.Unix(0, r.UpdatedAt.UnixNano()).UTC()
+	return &c, true, nil
+}
+
+func (s *sqliteStore) Run(ctx context.Context, id string) (*store.RunRecord, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.RecordNotFound("run", id)
+	} else if err != nil {
+		return nil, fmt.Errorf("store: run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+func (s *sqliteStore) Runs(ctx context.Context, thread string) ([]store.RunRecord, error) {
+	return s.queryRuns(ctx, `SELECT `+runColumns+` FROM runs WHERE thread = ?1 ORDER BY created_at, id`, thread)
+}
+
+func (s *sqliteStore) RunsWithStatus(ctx context.Context, statuses ...string) ([]store.RunRecord, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(statuses))
+	for i, st := range statuses {
+		args[i] = st
+	}
+	marks := strings.Repeat(",?", len(statuses))[1:]
+	return s.queryRuns(ctx, `SELECT `+runColumns+` FROM runs WHERE status IN (`+marks+`) ORDER BY created_at, id`, args...)
+}
+
+func (s *sqliteStore) queryRuns(ctx context.Context, query string, args ...any) ([]store.RunRecord, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: runs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.RunRecord
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: runs: %w", err)
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// scanRun scans a row of runColumns.
+func scanRun(row interface{ Scan(...any) error }) (*store.RunRecord, error) {
+	var r store.RunRecord
+	var created, updated int64
+	var kwargs, meta []byte
+	if err := row.Scan(&r.ID, &r.Thread, &r.Tenant, &r.Assistant, &r.Status, &r.MultitaskStrategy,
+		&r.IdempotencyKey, &kwargs, &meta, &created, &updated); err != nil {
+		return nil, err
+	}
+	r.Kwargs, r.Metadata = raw(kwargs), raw(meta)
+	r.CreatedAt, r.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	return &r, nil
+}
+
+func (s *sqliteStore) SetRunStatus(ctx context.Context, id, status string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1`, id, status, time.Now().UnixNano())
+	return oneRow(res, err, "run "+id)
+}
+
+func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM run_events WHERE run = ?1; DELETE FROM runs WHERE id = ?1;`, id)
+	return oneRow(res, err, "run "+id)
+}
+
+// sqliteAppend numbers an event after the run's newest, in the statement
+// that inserts it; writes are serialized, so two appends never share one.
+const sqliteAppend = `INSERT INTO run_events (run, seq, event, data, created_at)
+SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = ?1), ?2, ?3, ?4
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
+RETURNING seq`
+
+func (s *sqliteStore) AppendEvent(ctx context.Context, run, event string, data json.RawMessage) (int64, error) {
+	var seq int64
+	err := s.w.QueryRowContext(ctx, sqliteAppend, run, event, blob(data), time.Now().UnixNano()).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, store.RecordNotFound("run", run)
+	} else if err != nil {
+		return 0, fmt.Errorf("store: run %q: append event: %w", run, err)
+	}
+	return seq, nil
+}
+
+func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, event, data, created_at FROM run_events
+		WHERE run = ?1 AND seq > ?2 ORDER BY seq`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("store: run %q: events: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.RunEvent
+	for rows.Next() {
+		ev := store.RunEvent{Run: run}
+		var data []byte
+		var created int64
+		if err := rows.Scan(&ev.Seq, &ev.Event, &data, &created); err != nil {
+			return nil, fmt.Errorf("store: run %q: events: %w", run, err)
+		}
+		ev.Data, ev.CreatedAt = raw(data), time.Unix(0, created).UTC()
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// oneRow turns an Exec that changed no row into ErrNotFound for what.
+func oneRow(res sql.Result, err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	} else if n == 0 {
+		return fmt.Errorf("store: %s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}
+
+// raw is a scanned blob as JSON: nil when empty.
+func raw(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

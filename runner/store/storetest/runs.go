@@ -1,0 +1,248 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// RunRunStore runs the RunStore suite on fresh stores from open, each
+// closed by open's caller (use t.Cleanup).
+func RunRunStore(t *testing.T, open func(t *testing.T) store.RunStore) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, s store.RunStore)
+	}{
+		{"thread records: create, read, update, conflict", testThreadRecords},
+		{"thread records are listed per tenant, newest first", testThreadRecordList},
+		{"runs: create, read, list, status", testRuns},
+		{"an idempotency key gives back the first run", testIdempotency},
+		{"events are numbered from 1 and read after an id", testEvents},
+		{"concurrent appends get distinct ids", testConcurrentEvents},
+		{"deleting a thread record removes its runs and events", testDeleteThreadRecord},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
+	}
+}
+
+var ctx = context.Background()
+
+func testThreadRecords(t *testing.T, s store.RunStore) {
+	created := time.Unix(1700000000, 5).UTC()
+	rec := &store.ThreadRecord{ID: "t1", Tenant: "acme", Metadata: json.RawMessage(`{"a":1}`), CreatedAt: created}
+	if err := s.CreateThread(ctx, rec); err != nil {
+		t.Fatalf("CreateThread: %v", err)
+	}
+	if err := s.CreateThread(ctx, &store.ThreadRecord{ID: "t1"}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("second CreateThread err = %v, want ErrConflict", err)
+	}
+	got, err := s.Thread(ctx, "t1")
+	if err != nil {
+		t.Fatalf("Thread: %v", err)
+	}
+	if got.Tenant != "acme" || string(got.Metadata) != `{"a":1}` || !got.CreatedAt.Equal(created) || !got.UpdatedAt.Equal(created) {
+		t.Errorf("Thread = %+v", got)
+	}
+	later := created.Add(time.Hour)
+	if err := s.UpdateThread(ctx, &store.ThreadRecord{ID: "t1", Metadata: json.RawMessage(`{"b":2}`), UpdatedAt: later}); err != nil {
+		t.Fatalf("UpdateThread: %v", err)
+	}
+	got, _ = s.Thread(ctx, "t1")
+	if string(got.Metadata) != `{"b":2}` || !got.UpdatedAt.Equal(later) || got.Tenant != "acme" {
+		t.Errorf("after UpdateThread = %+v", got)
+	}
+	for name, err := range map[string]error{
+		"Thread":       second(s.Thread(ctx, "nope")),
+		"UpdateThread": s.UpdateThread(ctx, &store.ThreadRecord{ID: "nope"}),
+		"DeleteThread": s.DeleteThread(ctx, "nope"),
+	} {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of an unknown thread err = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func testThreadRecordList(t *testing.T, s store.RunStore) {
+	for i, tenant := range []string{"a", "b", "a"} {
+		rec := &store.ThreadRecord{ID: fmt.Sprint("t", i), Tenant: tenant, CreatedAt: time.Unix(1700000000+int64(i), 0)}
+		if err := s.CreateThread(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.ThreadRecords(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []string{"t2", "t0"}) {
+		t.Errorf("ThreadRecords(a) = %v, want [t2 t0]", ids)
+	}
+}
+
+// newRun is run id on thread, created at second i.
+func newRun(id, thread string, i int64) *store.RunRecord {
+	return &store.RunRecord{ID: id, Thread: thread, Tenant: "acme", Assistant: "graph", Status: store.RunPending,
+		MultitaskStrategy: "reject", Kwargs: json.RawMessage(`{"input":{"x":1}}`), Metadata: json.RawMessage(`{"m":true}`),
+		CreatedAt: time.Unix(1700000000+i, 0).UTC()}
+}
+
+func testRuns(t *testing.T, s store.RunStore) {
+	for i, id := range []string{"r2", "r1", "r3"} {
+		thread := "t"
+		if id == "r3" {
+			thread = "u"
+		}
+		if _, created, err := s.CreateRun(ctx, newRun(id, thread, int64(i))); err != nil || !created {
+			t.Fatalf("CreateRun(%s) = %v, %v", id, created, err)
+		}
+	}
+	if _, _, err := s.CreateRun(ctx, newRun("r1", "t", 9)); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("CreateRun of an existing id err = %v, want ErrConflict", err)
+	}
+	got, err := s.Run(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := newRun("r1", "t", 1); got.Assistant != want.Assistant || got.Status != want.Status || got.Tenant != want.Tenant ||
+		string(got.Kwargs) != string(want.Kwargs) || string(got.Metadata) != string(want.Metadata) ||
+		got.MultitaskStrategy != "reject" || !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Errorf("Run = %+v, want %+v", got, want)
+	}
+	runs, _ := s.Runs(ctx, "t")
+	if ids := runIDs(runs); !slices.Equal(ids, []string{"r2", "r1"}) {
+		t.Errorf("Runs(t) = %v, want [r2 r1]", ids)
+	}
+	if err := s.SetRunStatus(ctx, "r1", store.RunRunning); err != nil {
+		t.Fatal(err)
+	}
+	running, _ := s.RunsWithStatus(ctx, store.RunRunning, store.RunError)
+	if ids := runIDs(running); !slices.Equal(ids, []string{"r1"}) {
+		t.Errorf("RunsWithStatus(running) = %v, want [r1]", ids)
+	}
+	if err := s.DeleteRun(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Run":          second(s.Run(ctx, "r1")),
+		"SetRunStatus": s.SetRunStatus(ctx, "r1", store.RunError),
+		"DeleteRun":    s.DeleteRun(ctx, "r1"),
+	} {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of a deleted run err = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+func runIDs(runs []store.RunRecord) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func testIdempotency(t *testing.T, s store.RunStore) {
+	a := newRun("r1", "t", 0)
+	a.IdempotencyKey = "k"
+	if _, created, err := s.CreateRun(ctx, a); err != nil || !created {
+		t.Fatalf("CreateRun = %v, %v", created, err)
+	}
+	b := newRun("r2", "t", 1)
+	b.IdempotencyKey = "k"
+	got, created, err := s.CreateRun(ctx, b)
+	if err != nil || created || got.ID != "r1" {
+		t.Errorf("CreateRun with the same key = %v, %v, %v; want r1, false", got, created, err)
+	}
+	c := newRun("r3", "t", 2)
+	c.IdempotencyKey, c.Tenant = "k", "other"
+	if _, created, err := s.CreateRun(ctx, c); err != nil || !created {
+		t.Errorf("CreateRun with the key of another tenant = %v, %v; want created", created, err)
+	}
+}
+
+func testEvents(t *testing.T, s store.RunStore) {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		seq, err := s.AppendEvent(ctx, "r", "values", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
+		if err != nil || seq != int64(i) {
+			t.Fatalf("AppendEvent %d = %d, %v", i, seq, err)
+		}
+	}
+	evs, err := s.Events(ctx, "r", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Seq != 2 || string(evs[1].Data) != `{"i":3}` || evs[1].Event != "values" || evs[0].Run != "r" {
+		t.Errorf("Events after 1 = %+v", evs)
+	}
+	if evs, _ := s.Events(ctx, "r", 3); len(evs) != 0 {
+		t.Errorf("Events after the last = %+v, want none", evs)
+	}
+	if _, err := s.AppendEvent(ctx, "nope", "values", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AppendEvent to an unknown run err = %v, want ErrNotFound", err)
+	}
+}
+
+func testConcurrentEvents(t *testing.T, s store.RunStore) {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := s.AppendEvent(ctx, "r", "debug", json.RawMessage(`{}`)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	evs, _ := s.Events(ctx, "r", 0)
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, ev.Seq)
+		}
+	}
+	if len(evs) != 40 {
+		t.Errorf("%d events, want 40", len(evs))
+	}
+}
+
+func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
+	if err := s.CreateThread(ctx, &store.ThreadRecord{ID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if _, _, err := s.CreateRun(ctx, newRun(id, "t", 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendEvent(ctx, id, "values", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteThread(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _ := s.Runs(ctx, "t"); len(runs) != 0 {
+		t.Errorf("runs after DeleteThread: %v", runIDs(runs))
+	}
+	if evs, _ := s.Events(ctx, "r1", 0); len(evs) != 0 {
+		t.Errorf("events after DeleteThread: %+v", evs)
+	}
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// How a run drives its thread.
+const (
+	modeRun      = iota // a new turn: Engine.Run with the input
+	modeResume          // deliver command.resume to the pending interrupt
+	modeContinue        // continue a cancelled, failed or edited thread
+)
+
+// errCancelled is the cause of a run cancelled by a client or by a run
+// that interrupts it (multitask_strategy interrupt).
+var errCancelled = errors.New("run cancelled")
+
+// plan decides how a run drives thread, from where its checkpoints leave
+// it; a run that does not fit is a 409 saying why.
+func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *runRequest) (int, error) {
+	ts, err := (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		ts, err = nil, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case q.resuming():
+		if ts == nil || ts.Status != runner.StatusInterrupted {
+			return 0, problemf(http.StatusConflict, "thread %s is not waiting on an interrupt (it is %s): there is nothing to resume; an interrupt takes one resume",
+				thread, statusOr(ts, "new"))
+		}
+		return modeResume, nil
+	case ts == nil || ts.Status == runner.StatusCompleted:
+		return modeRun, nil
+	case ts.Status == runner.StatusInterrupted:
+		return 0, problemf(http.StatusConflict, "thread %s waits on an interrupt at node %s: resume it with command.resume", thread, ts.Next)
+	case q.input != nil:
+		return 0, problemf(http.StatusConflict, "thread %s is %s at node %s: runner continues it before it takes new input; run it without input to continue",
+			thread, ts.Status, ts.Next)
+	}
+	return modeContinue, nil
+}
+
+func statusOr(ts *runner.ThreadState, none string) string {
+	if ts == nil {
+		return none
+	}
+	return ts.Status
+}
+
+// start runs l in a goroutine the server owns.
+func (s *Server) start(l *liveRun) {
+	s.active[l.rec.Thread] = l
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.execute(l)
+	}()
+}
+
+// execute runs l to its end, persisting its status and events.
+func (s *Server) execute(l *liveRun) {
+	ctx := l.ctx
+	_ = s.runs.SetRunStatus(ctx, l.rec.ID, store.RunRunning)
+	g := l.g
+	if c := l.q.Config; c != nil && c.RecursionLimit > 0 {
+		limited := *g
+		limited.MaxSteps = c.RecursionLimit
+		g = &limited
+	}
+	e := &runner.Engine{Store: s.cfg.Store, Sink: s.sink(l), Tenant: l.rec.Tenant}
+	res, err := s.drive(ctx, e, g, l)
+	status := store.RunError
+	switch {
+	case err != nil && ctx.Err() != nil: // cancelled before the engine began: the thread is as it was
+		status, l.final = store.RunInterrupted, s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, &runner.Result{})
+	case err != nil:
+		p := asProblem(err)
+		s.emit(l, "error", errorBody(p.Title, p.Detail))
+		l.final = map[string]any{"__error__": errorBody(p.Title, p.Detail)}
+	case res.Status == runner.StatusFailed:
+		s.emit(l, "error", errorBody(res.Error.Code, res.Error.Message))
+		l.final = map[string]any{"__error__": errorBody(res.Error.Code, res.Error.Message)}
+		if res.Error.Code == "timeout" {
+			status = store.RunTimeout
+		}
+	default:
+		status = map[string]string{runner.StatusCompleted: store.RunSuccess, runner.StatusInterrupted: store.RunInterrupted,
+			runner.StatusCancelled: store.RunInterrupted}[res.Status]
+		l.final = s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, res)
+	}
+	s.finish(l, status)
+	if l.stateless && l.q.OnCompletion != "keep" { // once its stream has read the end
+		l.streams.Wait()
+		ctx := context.WithoutCancel(ctx)
+		_ = s.runs.DeleteThread(ctx, l.rec.Thread)
+		_ = s.cfg.Store.Delete(ctx, l.rec.Thread)
+	}
+}
+
+// drive starts, resumes or continues the thread as the run asks.
+func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l *liveRun) (*runner.Result, error) {
+	thread, q := l.rec.Thread, l.q
+	mode, err := s.plan(ctx, g, thread, q)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case modeRun:
+		return e.Run(ctx, g, thread, q.input)
+	case modeResume:
+		if q.input != nil { // input with command: merged into the paused state, then resumed
+			if _, err := e.Update(ctx, g, thread, q.input, ""); err != nil {
+				return nil, err
+			}
+		}
+		return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume})
+	}
+	return e.Resume(ctx, g, thread, runner.ResumeOptions{})
+}
+
+// finalValues is what runs/wait returns: the thread's values, with the
+// pending interrupt as __interrupt__.
+func (s *Server) finalValues(ctx context.Context, g *runner.Graph, thread string, res *runner.Result) map[string]any {
+	ts, err := (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
+	if err != nil {
+		return outValues(res.State)
+	}
+	out := outValues(ts.State)
+	if ts.Interrupt != nil {
+		out = clone(out)
+		out["__interrupt__"] = interruptsOf(ts)
+	}
+	return out
+}
+
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// finish ends l with status: the thread is free for its next queued run
+// (started here) before the status is written, so a client that sees the
+// run ended may start another; then the stream gets its end.
+func (s *Server) finish(l *liveRun, status string) {
+	s.mu.Lock()
+	if s.active[l.rec.Thread] == l {
+		delete(s.active, l.rec.Thread)
+		if q := s.queued[l.rec.Thread]; len(q) > 0 && !s.closing {
+			if s.queued[l.rec.Thread] = q[1:]; len(q) == 1 {
+				delete(s.queued, l.rec.Thread)
+			}
+			s.start(q[0])
+		}
+	}
+	s.mu.Unlock()
+	if err := s.runs.SetRunStatus(context.WithoutCancel(l.ctx), l.rec.ID, status); err != nil {
+		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
+	}
+	s.emit(l, "end", nil)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, l.rec.ID)
+	close(l.done)
+}

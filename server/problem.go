@@ -1,0 +1,79 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// problem is an RFC 9457 problem detail, the body of every error response.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func (p *problem) Error() string { return p.Detail }
+
+// problemf is a problem of status whose detail is formatted.
+func problemf(status int, format string, args ...any) *problem {
+	return &problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
+}
+
+// writeProblem writes err as a problem: a *problem as it is, a store or
+// runtime error by its kind, anything else as a 500.
+func writeProblem(w http.ResponseWriter, err error) {
+	p := asProblem(err)
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func asProblem(err error) *problem {
+	var p *problem
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &mb):
+		return problemf(http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", mb.Limit)
+	case errors.Is(err, store.ErrNotFound):
+		return problemf(http.StatusNotFound, "%v", err)
+	case errors.Is(err, runner.ErrInput):
+		return problemf(http.StatusUnprocessableEntity, "%v", err)
+	case errors.Is(err, runner.ErrThreadBusy), errors.Is(err, runner.ErrInvalidResume), errors.Is(err, store.ErrConflict):
+		return problemf(http.StatusConflict, "%v", err)
+	}
+	return problemf(http.StatusInternalServerError, "%v", err)
+}
+
+// writeJSON writes v as a JSON response of status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// decodeBody decodes a JSON request body into v; an empty body leaves v
+// as it is.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.UseNumber()
+	err := dec.Decode(v)
+	var mb *http.MaxBytesError
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &mb):
+		return err
+	}
+	return problemf(http.StatusUnprocessableEntity, "the request body is not valid JSON for this endpoint: %v", err)
+}

@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// createRun admits a run: on the path's thread (created first with
+// if_not_exists create) or, without one, on a new thread of its own
+// (stateless). With an Idempotency-Key the tenant already used, the run
+// that key created is returned and nothing else happens. With watch, a
+// run created here is returned live, counting the caller as one of its
+// streams (release it with streams.Done): a stateless run's thread
+// outlives it.
+func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *liveRun, error) {
+	ctx := r.Context()
+	q, err := parseRunRequest(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	name, _, err := s.graph(q.AssistantID)
+	if err != nil {
+		return nil, nil, err
+	}
+	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
+	create := stateless
+	if stateless {
+		thread = uuid.Must(uuid.NewV7()).String()
+	} else if _, err := s.record(ctx, thread); err != nil {
+		if q.IfNotExists != "create" || asProblem(err).Status != http.StatusNotFound {
+			return nil, nil, err
+		}
+		create = true
+	}
+	kwargs, _ := json.Marshal(q)
+	meta, _ := json.Marshal(orMap(q.Metadata))
+	rec, created, err := s.runs.CreateRun(ctx, &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: thread,
+		Tenant: tenantOf(ctx), Assistant: name, Status: store.RunPending, MultitaskStrategy: q.MultitaskStrategy,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta})
+	if err != nil || !created {
+		return rec, nil, err
+	}
+	l, err := s.admit(ctx, rec, q, create, stateless, watch)
+	if err != nil {
+		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
+		if stateless {
+			_ = s.runs.DeleteThread(context.WithoutCancel(ctx), thread)
+		}
+		return nil, nil, err
+	}
+	return rec, l, nil
+}
+
+// admit creates or tags the run's thread, then starts the run, queues it
+// or refuses it, as the thread's state and the multitask strategy say.
+func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, create, stateless, watch bool) (*liveRun, error) {
+	if err := s.tagThread(ctx, rec, create); err != nil {
+		return nil, err
+	}
+	g := s.cfg.Graphs[rec.Assistant]
+	if q.CheckpointID != "" {
+		if err := s.checkNewest(ctx, rec.Thread, q.CheckpointID); err != nil {
+			return nil, err
+		}
+	}
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	busy := s.busy(rec.Thread)
+	if busy && q.MultitaskStrategy == "reject" {
+		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", rec.Thread)
+	}
+	if !busy {
+		if _, err := s.plan(ctx, g, rec.Thread, q); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, problemf(http.StatusServiceUnavailable, "the server is shutting down")
+	}
+	l := newLiveRun(s.ctx, rec, q, g, stateless)
+	s.live[rec.ID] = l
+	var watched *liveRun
+	if watch {
+		l.streams.Add(1)
+		watched = l
+	}
+	s.append(ctx, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1})
+	if !busy {
+		s.start(l)
+		return watched, nil
+	}
+	if cur := s.active[rec.Thread]; cur != nil && q.MultitaskStrategy == "interrupt" {
+		cur.cancel(errCancelled)
+	}
+	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
+	return watched, nil
+}
+
+// tagThread creates the run's thread, or records on an existing one the
+// graph it runs when it names none this server serves (a client may have
+// set graph_id itself).
+func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create bool) error {
+	tag := map[string]any{"graph_id": rec.Assistant, "assistant_id": AssistantID(rec.Assistant)}
+	if create {
+		meta, _ := json.Marshal(tag)
+		err := s.runs.CreateThread(ctx, &store.ThreadRecord{ID: rec.Thread, Tenant: rec.Tenant, Metadata: meta})
+		if errors.Is(err, store.ErrConflict) { // created meanwhile: it must be the tenant's
+			_, err = s.record(ctx, rec.Thread)
+		}
+		return err
+	}
+	t, err := s.runs.Thread(ctx, rec.Thread)
+	if err != nil {
+		return err
+	}
+	meta := metadata(t.Metadata)
+	if name, _ := meta["graph_id"].(string); s.cfg.Graphs[name] != nil {
+		// another graph of the same pipeline (another agent) may continue it
+		if s.cfg.Graphs[name].Name != s.cfg.Graphs[rec.Assistant].Name {
+			return problemf(http.StatusConflict, "thread %s runs %s, not %s", rec.Thread, name, rec.Assistant)
+		}
+		return nil
+	}
+	for k, v := range tag {
+		meta[k] = v
+	}
+	t.Metadata, _ = json.Marshal(meta)
+	return s.runs.UpdateThread(ctx, t)
+}
+
+// checkNewest refuses a checkpoint_id that is not the thread's newest:
+// runner continues a thread where it stands (fork it to go elsewhere).
+func (s *Server) checkNewest(ctx context.Context, thread, id string) error {
+	cp, err := parseCheckpoint(id)
+	if err != nil {
+		return err
+	}
+	h, err := s.cfg.Store.History(ctx, thread)
+	if err != nil || h[len(h)-1].ID != cp {
+		return problemf(http.StatusUnprocessableEntity, "checkpoint_id %s is not thread %s's newest checkpoint: runner runs a thread from where it stands", id, thread)
+	}
+	return nil
+}
+
+// runJSON is a run as the API shows it.
+func runJSON(r *store.RunRecord) map[string]any {
+	return map[string]any{"run_id": r.ID, "thread_id": r.Thread, "assistant_id": AssistantID(r.Assistant),
+		"created_at": stamp(r.CreatedAt), "updated_at": stamp(r.UpdatedAt), "status": r.Status,
+		"metadata": metadata(r.Metadata), "kwargs": metadata(r.Kwargs), "multitask_strategy": r.MultitaskStrategy}
+}
+
+// createBackgroundRun starts a run and returns it at once.
+func (s *Server) createBackgroundRun(w http.ResponseWriter, r *http.Request) error {
+	rec, _, err := s.createRun(r, false)
+	if err != nil {
+		return err
+	}
+	setRunLocation(w, rec, false)
+	writeJSON(w, http.StatusOK, runJSON(rec))
+	return nil
+}
+
+// createWaitRun starts a run and answers with its final values.
+func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
+	rec, _, err := s.createRun(r, false)
+	if err != nil {
+		return err
+	}
+	setRunLocation(w, rec, false)
+	out, err := s.wait(r.Context(), rec)
+	if err != nil {
+		if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
+			l.cancel(errCancelled)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// createStreamRun starts a run and streams its events.
+func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
+	rec, l, err := s.createRun(r, true)
+	if err != nil {
+		return err
+	}
+	setRunLocation(w, rec, true)
+	if l == nil { // an earlier request with its Idempotency-Key created it: rejoin
+		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0)
+		return nil
+	}
+	defer l.streams.Done()
+	s.stream(w, r, rec.ID, l, 0)
+	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
+		l.cancel(errCancelled)
+	}
+	return nil
+}
+
+// setRunLocation points the client at the run and, for a stream, at the
+// stream to rejoin.
+func setRunLocation(w http.ResponseWriter, rec *store.RunRecord, stream bool) {
+	loc := "/threads/" + rec.Thread + "/runs/" + rec.ID
+	w.Header().Set("Content-Location", loc)
+	if stream {
+		w.Header().Set("Location", loc+"/stream")
+	}
+}
+
+func (s *Server) liveRun(id string) *liveRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id]
+}
+
+// wait waits for a run to end and returns what runs/wait returns; for a
+// run that ended before, the thread's values.
+func (s *Server) wait(ctx context.Context, rec *store.RunRecord) (any, error) {
+	if l := s.liveRun(rec.ID); l != nil {
+		select {
+		case <-l.done:
+			return l.final, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	t, err := s.runs.Thread(ctx, rec.Thread)
+	if err != nil {
+		return nil, err
+	}
+	g := s.threadGraph(ctx, t)
+	ts, err := s.state(ctx, t, 0)
+	if err != nil || ts == nil || g == nil {
+		return map[string]any{}, err
+	}
+	out := clone(outValues(ts.State))
+	if ts.Interrupt != nil {
+		out["__interrupt__"] = interruptsOf(ts)
+	}
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// threadRun returns the path's run if it belongs to the path's thread,
+// which the tenant owns.
+func (s *Server) threadRun(r *http.Request) (*store.RunRecord, error) {
+	thread := r.PathValue("thread")
+	if _, err := s.record(r.Context(), thread); err != nil {
+		return nil, err
+	}
+	rec, err := s.runs.Run(r.Context(), r.PathValue("run"))
+	if err != nil || rec.Thread != thread {
+		return nil, problemf(http.StatusNotFound, "thread %s has no run %q", thread, r.PathValue("run"))
+	}
+	return rec, nil
+}
+
+// listRuns lists a thread's runs, newest first (limit, offset, status).
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	thread := r.PathValue("thread")
+	if _, err := s.record(r.Context(), thread); err != nil {
+		return err
+	}
+	runs, err := s.runs.Runs(r.Context(), thread)
+	if err != nil {
+		return err
+	}
+	status := r.URL.Query().Get("status")
+	out := []map[string]any{}
+	for _, rec := range slices.Backward(runs) {
+		if status == "" || rec.Status == status {
+			out = append(out, runJSON(&rec))
+		}
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
+	writeJSON(w, http.StatusOK, page(out, limit, offset))
+	return nil
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.threadRun(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, runJSON(rec))
+	return nil
+}
+
+// deleteRun deletes a run that has ended, with its events.
+func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.threadRun(r)
+	if err != nil {
+		return err
+	}
+	if s.liveRun(rec.ID) != nil {
+		return problemf(http.StatusConflict, "run %s is %s; cancel it before deleting it", rec.ID, rec.Status)
+	}
+	if err := s.runs.DeleteRun(r.Context(), rec.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// joinRun waits for a run to end and returns the thread's values.
+func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.threadRun(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.wait(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// joinStream streams a run's events after Last-Event-ID, then live ones.
+func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.threadRun(r)
+	if err != nil {
+		return err
+	}
+	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
+	s.stream(w, r, rec.ID, s.liveRun(rec.ID), after)
+	return nil
+}
+
+// cancelRun cancels a pending or running run (action interrupt): it stops
+// at its node, its thread resumable; with wait=1 the answer waits for it.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.threadRun(r)
+	if err != nil {
+		return err
+	}
+	switch r.URL.Query().Get("action") {
+	case "", "interrupt":
+	case "rollback":
+		return problemf(http.StatusUnprocessableEntity, "action rollback is not supported: runner never rolls checkpoints back; use interrupt")
+	default:
+		return problemf(http.StatusUnprocessableEntity, "unknown action %q", r.URL.Query().Get("action"))
+	}
+	l := s.liveRun(rec.ID)
+	if l == nil {
+		return problemf(http.StatusConflict, "run %s has ended (%s)", rec.ID, rec.Status)
+	}
+	if s.dequeue(l) {
+		l.final = map[string]any{}
+		s.finish(l, store.RunInterrupted)
+	} else {
+		l.cancel(errCancelled)
+	}
+	if w1 := r.URL.Query().Get("wait"); w1 == "1" || w1 == "true" {
+		select {
+		case <-l.done:
+		case <-r.Context().Done():
+			return r.Context().Err()
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// dequeue removes l from its thread's queue; false when it is not queued.
+func (s *Server) dequeue(l *liveRun) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queued[l.rec.Thread]
+	i := slices.Index(q, l)
+	if i < 0 {
+		return false
+	}
+	s.queued[l.rec.Thread] = slices.Delete(q, i, i+1)
+	return true
+}

@@ -1,0 +1,185 @@
+// Package server serves runner's graphs over HTTP with the LangGraph Agent
+// Server API: assistants (one per graph), threads, runs streamed over
+// server-sent events, human-in-the-loop resume, API keys per tenant. It
+// calls only what runner.Engine and the store expose; the caller compiles
+// the graphs.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Config is what a Server serves and how.
+type Config struct {
+	// Graphs are the assistants, by name (an agent's or a pipeline's).
+	Graphs map[string]*runner.Graph
+	// Store keeps checkpoints; it must be a store.RunStore too, which
+	// keeps thread records, runs and their events.
+	Store store.Store
+	// APIKeys maps the hex SHA-256 hash of each API key to its tenant.
+	APIKeys map[string]string
+	// NoAuth serves every request without a key, for the default tenant
+	// (local development only).
+	NoAuth bool
+	// CORSOrigins are the origins browsers may call from ("*": any);
+	// empty: no CORS headers.
+	CORSOrigins []string
+	// Heartbeat is the interval of a stream's keep-alive comment
+	// (default 5s); MaxBody limits request bodies (default 1 MiB).
+	Heartbeat time.Duration
+	MaxBody   int64
+	// Version is reported by GET /info.
+	Version string
+	// Log receives the server's own messages (default slog.Default()).
+	Log *slog.Logger
+}
+
+// Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
+// stops them.
+type Server struct {
+	cfg     Config
+	runs    store.RunStore
+	names   map[string]string // assistant id → graph name
+	started time.Time
+	mux     *http.ServeMux
+
+	ctx    context.Context // runs' context, cancelled by Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closing bool
+	live    map[string]*liveRun   // run id → a run pending or running here
+	active  map[string]*liveRun   // thread id → its running run
+	queued  map[string][]*liveRun // thread id → its pending runs, in order
+	stateMu sync.Mutex            // serializes state edits with run starts
+}
+
+// assistantNS is the namespace of assistant ids: uuid5(assistantNS, name).
+var assistantNS = uuid.MustParse("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+
+// AssistantID is the assistant id of the graph name.
+func AssistantID(name string) string { return uuid.NewSHA1(assistantNS, []byte(name)).String() }
+
+// HashKey is the form an API key is configured in: its hex SHA-256.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// New returns a server of cfg. Runs a previous process left pending or
+// running are marked error: nothing runs them any more.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	rs, ok := cfg.Store.(store.RunStore)
+	if !ok {
+		return nil, errors.New("server: the store does not keep runs (store.RunStore)")
+	}
+	if len(cfg.APIKeys) == 0 && !cfg.NoAuth {
+		return nil, errors.New("server: no API keys; configure some, or serve without auth for local use")
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 5 * time.Second
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
+		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{}}
+	for name := range cfg.Graphs {
+		s.names[AssistantID(name)] = name
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.recoverRuns(ctx); err != nil {
+		return nil, err
+	}
+	s.mux = s.routes()
+	return s, nil
+}
+
+// recoverRuns marks the runs a crashed process left pending or running
+// as failed, with an error event and the end of their stream.
+func (s *Server) recoverRuns(ctx context.Context) error {
+	stale, err := s.runs.RunsWithStatus(ctx, store.RunPending, store.RunRunning)
+	if err != nil {
+		return fmt.Errorf("server: recovering runs: %w", err)
+	}
+	for _, r := range stale {
+		msg := fmt.Sprintf("run %s was %s when its server stopped; its thread resumes from its last checkpoint", r.ID, r.Status)
+		s.append(ctx, r.ID, "error", errorBody("server_restart", msg))
+		s.append(ctx, r.ID, "end", nil)
+		if err := s.runs.SetRunStatus(ctx, r.ID, store.RunError); err != nil {
+			return fmt.Errorf("server: recovering run %s: %w", r.ID, err)
+		}
+		s.cfg.Log.Warn("run left by a previous process marked error", "run", r.ID, "thread", r.Thread)
+	}
+	return nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// Shutdown refuses new runs, waits for running ones to end until ctx is
+// done, then cancels them (each stops at its node, resumable) and waits
+// for them to checkpoint.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancel()
+		<-done
+	}
+	s.cancel()
+	s.dropQueued()
+}
+
+// dropQueued ends the runs still queued when the server stops: they never
+// ran, so they end interrupted.
+func (s *Server) dropQueued() {
+	s.mu.Lock()
+	var left []*liveRun
+	for _, q := range s.queued {
+		left = append(left, q...)
+	}
+	clear(s.queued)
+	s.mu.Unlock()
+	for _, l := range left {
+		l.final = map[string]any{}
+		s.finish(l, store.RunInterrupted)
+	}
+}
+
+// graph returns the graph an assistant id or graph name names.
+func (s *Server) graph(id string) (string, *runner.Graph, error) {
+	name := id
+	if n, ok := s.names[id]; ok {
+		name = n
+	}
+	g := s.cfg.Graphs[name]
+	if g == nil {
+		return "", nil, problemf(http.StatusNotFound, "no assistant %q", id)
+	}
+	return name, g, nil
+}

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"github.com/runner-dev/runner/runner"
+)
+
+// known are the runtime's own event types; a node's others are custom.
+var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: true, runner.EventNodeEnd: true,
+	runner.EventLLMToken: true, runner.EventLLMCall: true, runner.EventToolCall: true, runner.EventToolResult: true,
+	runner.EventRule: true, runner.EventInterrupt: true, runner.EventCheckpoint: true, runner.EventError: true, runner.EventDone: true}
+
+// sink turns the engine's events into the stream modes the run asked for:
+// values (the state after each step), updates ({node: update}), messages
+// (each message a step added, whole: runner has no message chunks of its
+// own), debug (every event), custom (a node's own events).
+func (s *Server) sink(l *liveRun) runner.Sink {
+	thread := l.rec.Thread
+	return func(ev runner.Event) {
+		l.mu.Lock() // one event at a time, in order
+		defer l.mu.Unlock()
+		if l.q.wants("debug") {
+			s.emitLocked(l, "debug", map[string]any{"type": ev.Type, "step": ev.Step, "timestamp": stamp(ev.Time),
+				"payload": map[string]any{"node": ev.Node, "thread": ev.Thread, "data": ev.Data}})
+		}
+		if !known[ev.Type] && l.q.wants("custom") {
+			s.emitLocked(l, "custom", ev.Data)
+		}
+		if ev.Thread != thread { // a child thread's: only debug shows it
+			return
+		}
+		switch ev.Type {
+		case runner.EventCheckpoint:
+			s.valuesEvent(l, ev)
+		case runner.EventNodeEnd:
+			s.updateEvents(l, ev)
+		case runner.EventInterrupt:
+			intr, _ := ev.Data.(*runner.Interrupt)
+			if intr == nil {
+				return
+			}
+			body := map[string]any{"__interrupt__": []any{interruptJSON(thread, ev.Step, intr)}}
+			for _, mode := range []string{"updates", "values"} {
+				if l.q.wants(mode) {
+					s.emitLocked(l, mode, body)
+				}
+			}
+		}
+	}
+}
+
+// emitLocked is emit for the sink, which holds l.mu.
+func (s *Server) emitLocked(l *liveRun, event string, data any) {
+	s.append(s.ctx, l.rec.ID, event, data)
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+// valuesEvent streams the state a running or completed step left.
+func (s *Server) valuesEvent(l *liveRun, ev runner.Event) {
+	d, _ := ev.Data.(map[string]any)
+	if !l.q.wants("values") || (d["status"] != runner.StatusRunning && d["status"] != runner.StatusCompleted) {
+		return
+	}
+	id, _ := d["id"].(int64)
+	e := &runner.Engine{Store: s.cfg.Store}
+	ts, err := e.State(s.ctx, l.g, l.rec.Thread, id)
+	if err != nil {
+		s.cfg.Log.Error("state for a values event", "run", l.rec.ID, "err", err)
+		return
+	}
+	s.emitLocked(l, "values", outValues(ts.State))
+}
+
+// updateEvents streams a step's update, and the messages it added.
+func (s *Server) updateEvents(l *liveRun, ev runner.Event) {
+	d, _ := ev.Data.(map[string]any)
+	upd, _ := d["update"].(runner.Update)
+	if l.q.wants("updates") {
+		s.emitLocked(l, "updates", map[string]any{ev.Node: outValues(upd)})
+	}
+	msgs, ok := upd[messagesField].([]any)
+	if m, one := upd[messagesField].(map[string]any); !ok && one {
+		msgs = []any{m}
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_step": ev.Step, "thread_id": l.rec.Thread, "run_id": l.rec.ID}
+	for _, m := range msgs {
+		if l.q.wants("messages-tuple") {
+			s.emitLocked(l, "messages", []any{toLangChain(m), meta})
+		}
+	}
+	if l.q.wants("messages") {
+		out := make([]any, len(msgs))
+		for i, m := range msgs {
+			out[i] = toLangChain(m)
+		}
+		s.emitLocked(l, "messages/complete", out)
+	}
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// createThread creates an empty thread: with if_exists "do_nothing" an
+// existing one of the tenant is returned, else it is a 409.
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		ThreadID string         `json:"thread_id"`
+		Metadata map[string]any `json:"metadata"`
+		IfExists string         `json:"if_exists"`
+		Steps    []any          `json:"supersteps"`
+	}
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	if len(q.Steps) > 0 {
+		return problemf(http.StatusUnprocessableEntity, "supersteps are not supported: start a run, then edit its state with POST /threads/{id}/state")
+	}
+	if q.ThreadID == "" {
+		q.ThreadID = uuid.Must(uuid.NewV7()).String()
+	}
+	meta, _ := json.Marshal(orMap(q.Metadata))
+	rec := &store.ThreadRecord{ID: q.ThreadID, Tenant: tenantOf(r.Context()), Metadata: meta}
+	err := s.runs.CreateThread(r.Context(), rec)
+	if errors.Is(err, store.ErrConflict) {
+		old, rerr := s.record(r.Context(), q.ThreadID)
+		if rerr != nil || q.IfExists != "do_nothing" {
+			return problemf(http.StatusConflict, "thread %s exists", q.ThreadID)
+		}
+		rec, err = old, nil
+	}
+	if err != nil {
+		return err
+	}
+	out, err := s.threadJSON(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return err
+	}
+	out, err := s.threadJSON(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// patchThread merges metadata into the thread's.
+func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	if err != nil {
+		return err
+	}
+	var q struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	meta := metadata(rec.Metadata)
+	for k, v := range runner.NormalizeJSON(q.Metadata).(map[string]any) {
+		meta[k] = v
+	}
+	rec.Metadata, _ = json.Marshal(meta)
+	rec.UpdatedAt = time.Now()
+	if err := s.runs.UpdateThread(r.Context(), rec); err != nil {
+		return err
+	}
+	return s.getThread(w, r)
+}
+
+// deleteThread removes a thread that no run of is running or pending:
+// its record, runs, events and checkpoints.
+func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("thread")
+	if _, err := s.record(r.Context(), id); err != nil {
+		return err
+	}
+	if s.busy(id) {
+		return problemf(http.StatusConflict, "thread %s has a run running or pending; cancel it first", id)
+	}
+	if err := s.runs.DeleteThread(r.Context(), id); err != nil {
+		return err
+	}
+	if err := s.cfg.Store.Delete(r.Context(), id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// searchThreads lists the tenant's threads that match status, metadata
+// and values (each a subset of the thread's), newest first.
+func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
+	var q struct {
+		Status   string         `json:"status"`
+		Metadata map[string]any `json:"metadata"`
+		Values   map[string]any `json:"values"`
+		IDs      []string       `json:"ids"`
+		Limit    int            `json:"limit"`
+		Offset   int            `json:"offset"`
+	}
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	recs, err := s.runs.ThreadRecords(r.Context(), tenantOf(r.Context()))
+	if err != nil {
+		return err
+	}
+	out := []map[string]any{}
+	for i := range recs {
+		if len(q.IDs) > 0 && !contains(q.IDs, recs[i].ID) {
+			continue
+		}
+		t, err := s.threadJSON(r.Context(), &recs[i])
+		if err != nil {
+			return err
+		}
+		if (q.Status == "" || t["status"] == q.Status) && subset(q.Metadata, t["metadata"].(map[string]any)) &&
+			subset(q.Values, t["values"].(map[string]any)) {
+			out = append(out, t)
+		}
+	}
+	writeJSON(w, http.StatusOK, page(out, q.Limit, q.Offset))
+	return nil
+}
+
+// subset reports whether every key of want has its value in have.
+func subset(want, have map[string]any) bool {
+	want, _ = runner.NormalizeJSON(want).(map[string]any)
+	for k, v := range want {
+		if !reflect.DeepEqual(v, have[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return runner.NormalizeJSON(m).(map[string]any)
+}

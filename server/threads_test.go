@@ -1,0 +1,209 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/sqlite"
+	"github.com/runner-dev/runner/server"
+)
+
+// TestAuth: no key or a wrong one is 401; health needs none; another
+// tenant's thread is not found.
+func TestAuth(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	e.call("GET", "/ok", nil, 200)
+	e.call("GET", "/info", nil, 200)
+	for _, key := range []string{"", "sk-wrong"} {
+		e.key = key
+		p := e.call("GET", "/threads/"+id, nil, 401)
+		if p["status"] != 401.0 || p["title"] != "Unauthorized" {
+			t.Errorf("key %q: problem %v", key, p)
+		}
+	}
+	req, _ := http.NewRequest("GET", e.url+"/threads/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("Bearer key: %v %v", resp.StatusCode, err)
+	}
+	e.key = testKey
+	e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
+	if h, err := e.store.History(context.Background(), id); err != nil || h[0].Tenant != "acme" {
+		t.Errorf("the run's thread is not the key's tenant's: %v", err)
+	}
+	e.key = otherKey
+	e.call("GET", "/threads/"+id, nil, 404)
+	e.call("GET", "/threads/"+id+"/state", nil, 404)
+	e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "approval"}, 404)
+	if found := e.list("POST", "/threads/search", map[string]any{}); len(found) != 0 {
+		t.Errorf("other tenant's search found %v", found)
+	}
+	if _, err := server.New(context.Background(), server.Config{Store: e.store}); err == nil {
+		t.Error("a server without keys and without NoAuth was made")
+	}
+}
+
+// TestAssistants: one assistant per graph, by uuid5 id or name.
+func TestAssistants(t *testing.T) {
+	e := newEnv(t)
+	all := e.list("POST", "/assistants/search", map[string]any{"limit": 10})
+	if len(all) != 3 {
+		t.Fatalf("%d assistants, want 3", len(all))
+	}
+	id := server.AssistantID("approval")
+	if id != "e234584d-b7bf-527f-9d06-ba77f8f5172d" { // uuid5(6ba7b821-..., "approval"), as LangGraph derives it
+		t.Errorf("assistant id %s", id)
+	}
+	a := e.call("GET", "/assistants/"+id, nil, 200)
+	if a["graph_id"] != "approval" || a["assistant_id"] != id {
+		t.Errorf("assistant %v", a)
+	}
+	g := e.call("GET", "/assistants/approval/graph", nil, 200)
+	if len(g["nodes"].([]any)) != 4 || len(g["edges"].([]any)) != 3 {
+		t.Errorf("graph %v", g)
+	}
+	s := e.call("GET", "/assistants/approval/schemas", nil, 200)
+	if _, ok := s["state_schema"].(map[string]any)["properties"].(map[string]any)["messages"]; !ok {
+		t.Errorf("schemas %v", s)
+	}
+	e.call("GET", "/assistants/nope", nil, 404)
+	// a run by assistant id
+	out := e.call("POST", "/runs/wait", map[string]any{"assistant_id": id}, 200)
+	if out["__interrupt__"] == nil {
+		t.Errorf("run by assistant id = %v", out)
+	}
+}
+
+// TestThreads: create (if_exists), patch, search by status and metadata,
+// state update as a node, history newest first, delete.
+func TestThreads(t *testing.T) {
+	e := newEnv(t)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t1", "metadata": map[string]any{"team": "a"}}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t1"}, 409)
+	if got := e.call("POST", "/threads", map[string]any{"thread_id": "t1", "if_exists": "do_nothing"}, 200); got["metadata"].(map[string]any)["team"] != "a" {
+		t.Errorf("if_exists do_nothing = %v", got)
+	}
+	e.call("PATCH", "/threads/t1", map[string]any{"metadata": map[string]any{"tier": 2}}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t2", "metadata": map[string]any{"graph_id": "agent"}}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "t3", "supersteps": []any{map[string]any{}}}, 422)
+	e.call("POST", "/threads/t1/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
+	found := e.list("POST", "/threads/search", map[string]any{"status": "interrupted", "metadata": map[string]any{"tier": 2}})
+	if len(found) != 1 || found[0].(map[string]any)["thread_id"] != "t1" {
+		t.Errorf("search interrupted = %v", found)
+	}
+	if idle := e.list("POST", "/threads/search", map[string]any{"status": "idle"}); len(idle) != 1 {
+		t.Errorf("search idle = %v", idle)
+	}
+	e.call("POST", "/threads/t2/state", map[string]any{"values": map[string]any{"topic": "x"}}, 409)
+	e.call("POST", "/threads/t2/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
+	if got := e.call("GET", "/threads/t2", nil, 200); got["metadata"].(map[string]any)["graph_id"] != "approval" || got["status"] != "interrupted" {
+		t.Errorf("a thread created with a graph_id runner does not serve, after a run: %v", got)
+	}
+	e.call("POST", "/threads/t2/runs", map[string]any{"assistant_id": "slow"}, 409)
+	upd := e.call("POST", "/threads/t1/state", map[string]any{"values": map[string]any{"approved": true}, "as_node": "gate"}, 200)
+	cp := upd["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+	st := e.call("GET", "/threads/t1/state", nil, 200)
+	if st["values"].(map[string]any)["approved"] != true || len(st["next"].([]any)) != 0 || st["checkpoint"].(map[string]any)["checkpoint_id"] != cp {
+		t.Errorf("state after update as gate: %v", st)
+	}
+	hist := e.list("POST", "/threads/t1/history", map[string]any{"limit": 2})
+	if len(hist) != 2 || hist[0].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"] != cp {
+		t.Errorf("history = %v", hist)
+	}
+	older := hist[1].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"].(string)
+	if old := e.call("GET", "/threads/t1/state/"+older, nil, 200); old["values"].(map[string]any)["approved"] != false {
+		t.Errorf("state at %s = %v", older, old)
+	}
+	before := e.list("POST", "/threads/t1/history", map[string]any{"before": map[string]any{"configurable": map[string]any{"checkpoint_id": cp}}})
+	if len(before) == 0 || before[0].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"] != older {
+		t.Errorf("history before %s = %v", cp, before)
+	}
+	e.call("DELETE", "/threads/t1", nil, 204)
+	e.call("GET", "/threads/t1", nil, 404)
+	if _, err := e.store.History(context.Background(), "t1"); err == nil {
+		t.Error("the deleted thread's checkpoints are left")
+	}
+}
+
+// TestHeartbeat: an idle stream gets keep-alive comments; a client that
+// leaves with on_disconnect cancel cancels the run.
+func TestHeartbeat(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"assistant_id": "slow", "on_disconnect": "cancel"})
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/threads/"+id+"/runs/stream", strings.NewReader(string(body)))
+	req.Header.Set("X-Api-Key", testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	for !strings.Contains(got.String(), ": heartbeat") {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("stream ended before a heartbeat: %v\n%s", err, got.String())
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	runs := e.list("GET", "/threads/"+id+"/runs", nil)
+	e.waitStatus(id, runs[0].(map[string]any)["run_id"].(string), "interrupted")
+}
+
+// TestRecovery: a run a crashed process left running is marked error on
+// startup, its stream ended.
+func TestRecovery(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := st.(store.RunStore)
+	ctx := context.Background()
+	if _, _, err := rs.CreateRun(ctx, &store.RunRecord{ID: "r1", Thread: "t", Assistant: "slow", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.New(ctx, server.Config{Store: st, NoAuth: true, Graphs: map[string]*runner.Graph{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := rs.Run(ctx, "r1")
+	evs, _ := rs.Events(ctx, "r1", 0)
+	if r.Status != store.RunError || len(evs) != 2 || evs[1].Event != "end" {
+		t.Errorf("recovered run %s with events %v", r.Status, evs)
+	}
+	st.Close()
+}
+
+// TestCORS: a configured origin gets CORS headers exposing the run's
+// location; others get none.
+func TestCORS(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.CORSOrigins = []string{"https://app.example"} })
+	for origin, want := range map[string]string{"https://app.example": "https://app.example", "https://evil.example": ""} {
+		req, _ := http.NewRequest("OPTIONS", e.url+"/threads", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != want {
+			t.Errorf("origin %s: allowed %q, want %q", origin, got, want)
+		}
+		if want != "" && !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Content-Location") {
+			t.Errorf("exposed headers %q", resp.Header.Get("Access-Control-Expose-Headers"))
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Thread statuses of the API.
+const (
+	threadIdle        = "idle"
+	threadBusy        = "busy"
+	threadInterrupted = "interrupted"
+	threadError       = "error"
+)
+
+// record returns the thread record of id if the request's tenant owns it;
+// another tenant's thread is not found, like an unknown one.
+func (s *Server) record(ctx context.Context, id string) (*store.ThreadRecord, error) {
+	rec, err := s.runs.Thread(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && rec.Tenant != tenantOf(ctx) {
+		return nil, problemf(http.StatusNotFound, "no thread %q", id)
+	}
+	return rec, err
+}
+
+// metadata decodes a record's metadata (never nil).
+func metadata(raw json.RawMessage) map[string]any {
+	m := map[string]any{}
+	if len(raw) > 0 {
+		if v, err := runner.DecodeJSON(raw); err == nil {
+			if obj, ok := v.(map[string]any); ok {
+				m = obj
+			}
+		}
+	}
+	return m
+}
+
+// threadGraph is the graph a thread runs: the one its first run named,
+// else the pipeline its checkpoints name; nil for a thread never run.
+func (s *Server) threadGraph(ctx context.Context, rec *store.ThreadRecord) *runner.Graph {
+	if name, ok := metadata(rec.Metadata)["graph_id"].(string); ok && s.cfg.Graphs[name] != nil {
+		return s.cfg.Graphs[name]
+	}
+	if h, err := s.cfg.Store.History(ctx, rec.ID); err == nil {
+		return s.cfg.Graphs[h[len(h)-1].Pipeline]
+	}
+	return nil
+}
+
+// state is a thread's state at checkpoint cp (0: the newest); nil for a
+// thread without checkpoints.
+func (s *Server) state(ctx context.Context, rec *store.ThreadRecord, cp int64) (*runner.ThreadState, error) {
+	g := s.threadGraph(ctx, rec)
+	if g == nil {
+		if cp != 0 {
+			return nil, problemf(http.StatusNotFound, "thread %s has no checkpoint %d", rec.ID, cp)
+		}
+		return nil, nil
+	}
+	e := &runner.Engine{Store: s.cfg.Store}
+	ts, err := e.State(ctx, g, rec.ID, cp)
+	if errors.Is(err, store.ErrNotFound) && cp == 0 {
+		return nil, nil
+	}
+	return ts, err
+}
+
+// status is the API status of a thread: busy while a run of it runs here,
+// else what its newest checkpoint says.
+func (s *Server) status(thread string, ts *runner.ThreadState) string {
+	s.mu.Lock()
+	busy := s.active[thread] != nil
+	s.mu.Unlock()
+	switch {
+	case busy:
+		return threadBusy
+	case ts == nil:
+		return threadIdle
+	case ts.Status == runner.StatusInterrupted:
+		return threadInterrupted
+	case ts.Status == runner.StatusFailed:
+		return threadError
+	}
+	return threadIdle
+}
+
+// threadJSON is a thread as the API shows it.
+func (s *Server) threadJSON(ctx context.Context, rec *store.ThreadRecord) (map[string]any, error) {
+	ts, err := s.state(ctx, rec, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"thread_id": rec.ID, "created_at": stamp(rec.CreatedAt), "updated_at": stamp(rec.UpdatedAt),
+		"metadata": metadata(rec.Metadata), "status": s.status(rec.ID, ts), "values": map[string]any{}, "interrupts": map[string]any{}}
+	if ts != nil {
+		out["values"] = outValues(ts.State)
+		if ts.Interrupt != nil {
+			out["interrupts"] = map[string]any{taskID(ts): interruptsOf(ts)}
+		}
+		if ts.CreatedAt.After(rec.UpdatedAt) {
+			out["updated_at"] = stamp(ts.CreatedAt)
+		}
+	}
+	return out, nil
+}
+
+// stateJSON is a thread's state at one checkpoint as LangGraph's
+// StateSnapshot shows it.
+func stateJSON(ts *runner.ThreadState, thread string) map[string]any {
+	if ts == nil {
+		return map[string]any{"values": map[string]any{}, "next": []string{}, "tasks": []any{}, "metadata": map[string]any{},
+			"created_at": nil, "checkpoint": nil, "parent_checkpoint": nil, "interrupts": []any{}}
+	}
+	next, tasks := []string{}, []any{}
+	if ts.Next != "" && ts.Next != runner.End && ts.Status != runner.StatusCompleted {
+		next = []string{ts.Next}
+		tasks = []any{map[string]any{"id": taskID(ts), "name": ts.Next, "interrupts": interruptsOf(ts), "state": nil, "error": nil}}
+	}
+	var parent any
+	if ts.Checkpoint > 1 {
+		parent = checkpointRef(thread, ts.Checkpoint-1)
+	}
+	return map[string]any{"values": outValues(ts.State), "next": next, "tasks": tasks,
+		"checkpoint": checkpointRef(thread, ts.Checkpoint), "parent_checkpoint": parent,
+		"metadata":   map[string]any{"step": ts.Step, "source": "loop", "status": ts.Status, "node": ts.Node},
+		"created_at": stamp(ts.CreatedAt), "interrupts": interruptsOf(ts)}
+}
+
+// checkpointRef is how the API names a checkpoint: its id as a string.
+func checkpointRef(thread string, id int64) map[string]any {
+	return map[string]any{"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": strconv.FormatInt(id, 10)}
+}
+
+// parseCheckpoint reads a checkpoint id of the API ("" : the newest).
+func parseCheckpoint(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, problemf(http.StatusNotFound, "no checkpoint %q: runner's checkpoint ids are positive integers", s)
+	}
+	return id, nil
+}
+
+var interruptNS = uuid.MustParse("6ba7b812-9dad-11d1-80b4-00c04fd430c8")
+
+// taskID names the step a thread stands at; interruptID the interrupt
+// pending there. Both are stable while the interrupt is pending: they
+// derive from the thread, the step and the node.
+func taskID(ts *runner.ThreadState) string {
+	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%d/%s", ts.Thread, ts.Step, ts.Next)).String()
+}
+
+func interruptID(thread string, step int, node string) string {
+	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "interrupt/%s/%d/%s", thread, step, node)).String()
+}
+
+// interruptsOf lists the interrupt a thread waits on, as [{value, id}].
+func interruptsOf(ts *runner.ThreadState) []any {
+	if ts == nil || ts.Interrupt == nil {
+		return []any{}
+	}
+	return []any{interruptJSON(ts.Thread, ts.Step, ts.Interrupt)}
+}
+
+// interruptJSON is an interrupt as LangGraph's {value, id}: an approval
+// gate's value is LangChain's HITL request (action_requests,
+// review_configs), with the interrupt's kind and message added.
+func interruptJSON(thread string, step int, intr *runner.Interrupt) map[string]any {
+	value := map[string]any{}
+	for k, v := range intr.Payload {
+		value[k] = v
+	}
+	value["kind"], value["node"] = intr.Kind, intr.Node
+	if intr.Message != "" {
+		value["message"] = intr.Message
+	}
+	if intr.ResumeSchema != nil {
+		value["resume_schema"] = intr.ResumeSchema
+	}
+	return map[string]any{"value": value, "id": interruptID(thread, step, intr.Node)}
+}
+
+// stamp formats a time as the API does.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
