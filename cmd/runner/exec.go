@@ -45,7 +45,7 @@ Exit status: 0 completed, 3 paused waiting for input (resume with
 	f := cmd.Flags()
 	f.String("input", "", "run input as JSON, or @FILE")
 	f.String("thread", "", "thread id (default: a new one, printed on stderr)")
-	f.String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	f.String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB or memory:")
 	f.String("resume", "", "resume THREAD from its newest checkpoint")
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")

@@ -1,6 +1,6 @@
-// Package store defines where checkpoints live and holds its backends:
-// memory (tests, benchmarks), sqlite (the embedded default) and, later,
-// postgres. A checkpoint holds the writes of one step, not the whole state:
+// Package store defines where checkpoints live and holds the memory
+// backend (tests, benchmarks); sqlite (the embedded default) and postgres
+// (shared by many processes) are packages of their own. A checkpoint holds the writes of one step, not the whole state:
 // the interpreter rebuilds a state by replaying writes through its reducers
 // from the newest snapshot, so writing a checkpoint costs what the step
 // changed, not what the state holds.
