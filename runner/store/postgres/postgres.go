@@ -56,15 +56,18 @@ type pgStore struct {
 	pool *pgxpool.Pool
 }
 
-// pgPut inserts a checkpoint only if its ID ($2) is the thread's next, and
-// upserts the thread's row, in one statement; a concurrent Put of the same
-// ID fails on the primary key. It affects one row when it inserted.
+// pgPut inserts a checkpoint only if its ID ($2) is the thread's next and
+// its lease token ($16) is 0 or the thread's, and upserts the thread's
+// row, in one statement; a concurrent Put of the same ID fails on the
+// primary key, and the lease row stays locked until the Put commits, so a
+// takeover waits for it. It affects one row when it inserted.
 const pgPut = `
 WITH ins AS (
 	INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
 		config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 	WHERE $2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = $1), 0)
+	AND ($16 = 0 OR $16 = (SELECT token FROM leases WHERE thread = $1 FOR SHARE))
 	RETURNING thread, pipeline, status, step, id, created_at)
 INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
 SELECT * FROM ins
@@ -87,17 +90,18 @@ func (s *pgStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if err != nil && ctx.Err() == nil && lostConn(err) {
 		err = s.retryPut(ctx, cp)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrFenced) {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
-	return nil
+	return err
 }
 
-// put runs pgPut; a Put whose ID is not next is a store.ErrConflict.
+// put runs pgPut; a Put whose ID is not next is a store.ErrConflict, one
+// under a lease taken over a store.ErrFenced.
 func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	tag, err := s.pool.Exec(ctx, pgPut, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot))
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation
@@ -105,6 +109,9 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 		return err
 	case tag.RowsAffected() == 1:
 		return nil
+	}
+	if err := s.fenced(ctx, cp); err != nil {
+		return err
 	}
 	var last int64
 	if err := s.pool.QueryRow(ctx, pgLastID, cp.Thread).Scan(&last); err != nil {
@@ -260,10 +267,12 @@ func (s *pgStore) Threads(ctx context.Context, limit int) ([]store.Thread, error
 // pgExists is whether thread $1 has a checkpoint.
 const pgExists = `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1)`
 
-// pgDelete removes a thread and its children ("<thread>/...").
+// pgDelete... remove a thread and its children ("<thread>/..."); their
+// leases end but stay, so their tokens go on growing.
 const (
 	pgDeleteCheckpoints = `DELETE FROM checkpoints WHERE thread = $1 OR left(thread, length($1) + 1) = $1 || '/'`
 	pgDeleteThreads     = `DELETE FROM threads WHERE id = $1 OR left(id, length($1) + 1) = $1 || '/'`
+	pgEndLeases         = `UPDATE leases SET expires_at = 0 WHERE thread = $1 OR left(thread, length($1) + 1) = $1 || '/'`
 )
 
 func (s *pgStore) Delete(ctx context.Context, thread string) error {
@@ -271,11 +280,12 @@ func (s *pgStore) Delete(ctx context.Context, thread string) error {
 		if err := exists(ctx, tx, thread); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, pgDeleteCheckpoints, thread); err != nil {
-			return err
+		for _, q := range []string{pgDeleteCheckpoints, pgDeleteThreads, pgEndLeases} {
+			if _, err := tx.Exec(ctx, q, thread); err != nil {
+				return err
+			}
 		}
-		_, err := tx.Exec(ctx, pgDeleteThreads, thread)
-		return err
+		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		err = fmt.Errorf("store: delete: thread %q: %w", thread, err)

@@ -18,6 +18,8 @@ import (
 // threads, kept by the Put's own statement, answers Threads without
 // scanning checkpoints. Times are Unix nanoseconds (timestamptz keeps only
 // microseconds).
+//
+// Version 2: leases holds each leased thread's owner, token and expiry.
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -47,6 +49,13 @@ CREATE TABLE threads (
 	updated_at bigint  NOT NULL
 );
 CREATE INDEX threads_updated ON threads (updated_at DESC, id);
+`, `
+CREATE TABLE leases (
+	thread     text   NOT NULL PRIMARY KEY,
+	owner      text   NOT NULL,
+	token      bigint NOT NULL,
+	expires_at bigint NOT NULL
+);
 `}
 
 // migrateLock is the key of the advisory lock that serializes migrations

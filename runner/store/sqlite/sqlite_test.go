@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/runner/store/storetest"
@@ -108,5 +109,41 @@ func TestSQLiteNewerSchema(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
 		t.Errorf("Open of a newer schema err = %v, want a schema version error", err)
+	}
+}
+
+// TestSQLiteMigrateV1 opens a file of schema version 1, from before
+// leases, holding a checkpoint: it is migrated, keeps the checkpoint and
+// takes leases.
+func TestSQLiteMigrateV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runner.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{sqliteMigrations[0], `PRAGMA user_version = 1`,
+		`INSERT INTO checkpoints VALUES ('t', 1, 0, 1, 'n', 'm', 'running', 'p', 'h', '', 1700000000000000000, NULL, NULL, '{"n":1}', NULL)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := openTest(t, path)
+	ctx := context.Background()
+	if cps, err := s.Load(ctx, "t", 0); err != nil || len(cps) != 1 || string(cps[0].Writes) != `{"n":1}` {
+		t.Fatalf("Load of the version 1 checkpoint = %v, %v", cps, err)
+	}
+	l, err := s.Acquire(ctx, "t", "me", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after migration: %v", err)
+	}
+	cp := storetest.Checkpoint("t", 2, false)
+	cp.Lease = l.Token
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatalf("Put under a lease after migration: %v", err)
+	}
+	var version int
+	if err := s.(*sqliteStore).w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
+		t.Errorf("user_version = %d, %v; want %d", version, err, len(sqliteMigrations))
 	}
 }
