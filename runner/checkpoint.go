@@ -62,7 +62,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
-		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now()}
+		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now(), Lease: r.lease}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if len(r.calls) > 0 {
 		m.Journal, m.Pending = r.journalEntries(), r.sideUpd

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
@@ -31,6 +32,10 @@ type Config struct {
 	// max_age: 720h}): exec prunes a thread after each run, and `threads
 	// prune` without flags applies it to every thread.
 	Retention runner.Retention `koanf:"-"`
+	// LeaseTTL is how long a run holds its thread without renewing its
+	// lease (lease_ttl: 30s, RUNNER_LEASE_TTL): a thread whose process
+	// died can be resumed that long after.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.

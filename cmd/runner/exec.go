@@ -73,7 +73,7 @@ func runExec(cmd *cobra.Command, args []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tenant, _ := cmd.Flags().GetString("tenant")
-	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant}
+	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL}
 	res, err := execute(ctx, cmd, e, target)
 	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
 		if _, perr := e.Prune(context.WithoutCancel(ctx), target.graph, res.Thread, cfg.Retention); perr != nil {
