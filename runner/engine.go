@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -32,8 +33,15 @@ type Engine struct {
 	// Tenant is the tenant new threads run for: a tenant's rule sets
 	// apply to them. A resumed thread keeps the tenant it started with.
 	Tenant string
+	// LeaseTTL is how long a run holds its thread without renewing its
+	// lease (default DefaultLeaseTTL): a run leases its thread so no other
+	// runs it at the same time, and renews the lease while it works; the
+	// thread of a run that crashed can be resumed that long after.
+	LeaseTTL time.Duration
 
-	meter *meter // set for a child thread: its parent's
+	meter     *meter // set for a child thread: its parent's
+	owner     string // the Engine as a lease owner (leaseOwner)
+	ownerOnce sync.Once
 }
 
 // ErrInput is returned by Run for an input that does not fit the pipeline.
@@ -93,6 +101,12 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	if err != nil {
 		return nil, err
 	}
+	token, release, err := e.lease(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	r.lease = token
 	if state, err = r.nextTurn(ctx, state, input); err != nil {
 		return nil, err
 	}
@@ -146,7 +160,8 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 }
 
 // ErrThreadBusy is returned by Run for a thread that cannot take a new
-// run: it waits to be resumed, or runs another pipeline.
+// run: it waits to be resumed, or runs another pipeline; and by Run and
+// Resume for a thread that runs elsewhere (its lease is held).
 var ErrThreadBusy = errors.New("thread cannot start a new run")
 
 // ResumeOptions say how to resume a thread.
@@ -167,6 +182,11 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if e.Store == nil {
 		return nil, errors.New("resume needs a store")
 	}
+	token, release, err := e.lease(ctx, thread)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cps, err := e.Store.Load(ctx, thread, 0)
 	if err != nil {
 		return nil, err
@@ -183,6 +203,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.reopen(g, thread, cps, meta)
+	r.lease = token
 	if err := r.staticInterrupts(opt.RunOptions); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type Run struct {
 	now       func() time.Time
 	input     map[string]any
 	id        int64 // newest checkpoint id
+	lease     int64 // token of the thread's lease, for its checkpoints
 	step      int
 	turn      int       // the step this run's turn of the thread began at
 	started   time.Time // when this turn of the thread began

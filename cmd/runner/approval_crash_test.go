@@ -212,7 +212,7 @@ func newApprovalRig(t *testing.T) *approvalRig {
 // command is a runner command in the project's directory.
 func (g *approvalRig) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(g.bin, append(args, "--store", g.db)...)
-	cmd.Dir, cmd.Env = g.dir, append(os.Environ(), "RUNNER_PATHS=clerk.yaml")
+	cmd.Dir, cmd.Env = g.dir, append(os.Environ(), "RUNNER_PATHS=clerk.yaml", leaseEnv)
 	return cmd
 }
 
@@ -361,6 +361,7 @@ func TestApprovalExactlyOnceAcrossCrashes(t *testing.T) {
 			}
 			g.checkCounts(t, "killed", thread, tc.crashRequests, tc.crashExecuted)
 			g.checkJournal(t, thread, ids, tc.journaled)
+			time.Sleep(crashLeaseTTL) // until the killed run's lease expires
 
 			// a resume without a value finishes the round from the journal
 			res = g.exec(t, script, "--resume", thread)

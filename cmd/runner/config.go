@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/env/v2"
@@ -32,6 +33,11 @@ type Config struct {
 	// max_age: 720h}): exec prunes a thread after each run, and `threads
 	// prune` without flags applies it to every thread.
 	Retention runner.Retention `koanf:"-"`
+	// LeaseTTL is how long a run holds its thread without renewing its
+	// lease (lease_ttl: 30s, RUNNER_LEASE_TTL): a thread whose process
+	// died can be resumed that long after.
+	LeaseTTL time.Duration `koanf:"lease_ttl"`
+
 	// Serve holds runner serve's settings.
 	Serve ServeConfig `koanf:"serve"`
 }

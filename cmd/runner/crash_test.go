@@ -29,6 +29,13 @@ var buildRunner = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// crashLeaseTTL is the lease time of the runs the crash tests kill: a
+// killed run's thread is resumed once its lease has expired.
+const crashLeaseTTL = 200 * time.Millisecond
+
+// leaseEnv sets crashLeaseTTL for a runner command.
+var leaseEnv = "RUNNER_LEASE_TTL=" + crashLeaseTTL.String()
+
 // stepService is the tool service of the crash test: each call takes a
 // while, and a call repeated with the same Idempotency-Key is answered from
 // memory instead of executed again.
@@ -100,7 +107,7 @@ func TestCrashAndResume(t *testing.T) {
 	db := "sqlite:" + filepath.Join(dir, "state.db")
 	run := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"exec", "counter", "--store", db}, args...)...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNNER_PATHS=counter.yaml")
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNNER_PATHS=counter.yaml", leaseEnv)
 		return cmd
 	}
 
@@ -128,7 +135,8 @@ func TestCrashAndResume(t *testing.T) {
 	checkContiguous(t, string(hist), 16)
 }
 
-// killAfterCheckpoints starts cmd and SIGKILLs it after n checkpoint events.
+// killAfterCheckpoints starts cmd, SIGKILLs it after n checkpoint events
+// and waits until its lease on the thread expires.
 func killAfterCheckpoints(t *testing.T, cmd *exec.Cmd, n int) {
 	t.Helper()
 	out, err := cmd.StdoutPipe()
@@ -151,6 +159,7 @@ func killAfterCheckpoints(t *testing.T, cmd *exec.Cmd, n int) {
 	if seen < n {
 		t.Fatalf("the run ended after %d checkpoints, before it could be killed", seen)
 	}
+	time.Sleep(crashLeaseTTL) // until the killed run's lease expires
 }
 
 // checkContiguous checks a history listing holds checkpoints 1..n, each

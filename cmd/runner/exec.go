@@ -50,7 +50,7 @@ the README.`,
 	f := cmd.Flags()
 	f.String("input", "", "run input as JSON, or @FILE")
 	f.String("thread", "", "thread id (default: a new one, printed on stderr)")
-	f.String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	f.String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB or memory:")
 	f.String("resume", "", "resume THREAD from its newest checkpoint")
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")
@@ -80,7 +80,7 @@ func runExec(cmd *cobra.Command, args []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tenant, _ := cmd.Flags().GetString("tenant")
-	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant}
+	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL}
 	res, err := execute(ctx, cmd, e, target)
 	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
 		if _, perr := e.Prune(context.WithoutCancel(ctx), target.graph, res.Thread, cfg.Retention); perr != nil {

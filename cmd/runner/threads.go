@@ -21,7 +21,7 @@ import (
 
 func newThreads() *cobra.Command {
 	cmd := &cobra.Command{Use: "threads", Short: "Inspect the threads in the checkpoint store"}
-	cmd.PersistentFlags().String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	cmd.PersistentFlags().String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB or memory:")
 	show := &cobra.Command{Use: "show THREAD", Short: "Print a thread's state, where it stands and what it waits on, at its newest checkpoint or --checkpoint ID, as JSON",
 		Args: cobra.ExactArgs(1), RunE: threadsShow}
 	show.Flags().Int64("checkpoint", 0, "the checkpoint id (default: the newest)")

@@ -5,18 +5,21 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
-// memory is the in-process Store: a mutex and a map of threads, each the
-// slice of its checkpoints from ID first on (ID i at index i-first).
-// Nothing survives the process.
+// memory is the in-process Store: a mutex, a map of threads, each the
+// slice of its checkpoints from ID first on (ID i at index i-first), and
+// a map of leases. Nothing survives the process.
 type memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
 	memRuns
+	leases map[string]Lease
 }
 
 type memThread struct {
@@ -30,7 +33,7 @@ func (t *memThread) last() int64 { return t.first + int64(len(t.cps)) - 1 }
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
 // It is a RunStore too.
 func NewMemory() Store {
-	return &memory{threads: map[string]*memThread{}, memRuns: newMemRuns()}
+	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns()}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
@@ -40,6 +43,9 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 	c := clone(cp, true)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if l := m.leases[cp.Thread]; cp.Lease != 0 && cp.Lease != l.Token {
+		return FencedError(cp, l.Token)
+	}
 	t := m.threads[cp.Thread]
 	last := int64(0)
 	if t != nil {
@@ -119,9 +125,12 @@ func (m *memory) Delete(_ context.Context, thread string) error {
 	if m.threads[thread] == nil {
 		return NotFoundError(thread, 0)
 	}
-	for id := range m.threads {
-		if id == thread || strings.HasPrefix(id, thread+"/") {
-			delete(m.threads, id)
+	gone := func(id string) bool { return id == thread || strings.HasPrefix(id, thread+"/") }
+	maps.DeleteFunc(m.threads, func(id string, _ *memThread) bool { return gone(id) })
+	for id, l := range m.leases {
+		if gone(id) {
+			l.Expires = time.Time{}
+			m.leases[id] = l
 		}
 	}
 	return nil
@@ -140,6 +149,46 @@ func (m *memory) Prune(_ context.Context, thread string, keepFrom int64) (int, e
 	}
 	t.cps, t.first = slices.Clone(t.cps[cut:]), t.first+cut
 	return int(cut), nil
+}
+
+func (m *memory) Acquire(_ context.Context, thread, owner string, ttl time.Duration) (Lease, error) {
+	if err := CheckLease(thread, owner, ttl); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	l := m.leases[thread]
+	if now.Before(l.Expires) {
+		return Lease{}, LeasedError(thread, l.Owner, l.Expires)
+	}
+	l = Lease{Thread: thread, Owner: owner, Token: l.Token + 1, Expires: now.Add(ttl).UTC()}
+	m.leases[thread] = l
+	return l, nil
+}
+
+func (m *memory) Renew(_ context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.leases[l.Thread]
+	if !ok || cur.Token != l.Token {
+		return Lease{}, LostError(l, cur.Owner)
+	}
+	cur.Expires = time.Now().Add(ttl).UTC()
+	m.leases[l.Thread] = cur
+	return cur, nil
+}
+
+func (m *memory) Release(_ context.Context, l Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.leases[l.Thread]
+	if !ok || cur.Token != l.Token {
+		return LostError(l, cur.Owner)
+	}
+	cur.Expires = time.Time{}
+	m.leases[l.Thread] = cur
+	return nil
 }
 
 // Close does nothing: the memory store stays usable until it is dropped.

@@ -1,6 +1,6 @@
-// Package store defines where checkpoints live and holds its backends:
-// memory (tests, benchmarks), sqlite (the embedded default) and, later,
-// postgres. A checkpoint holds the writes of one step, not the whole state:
+// Package store defines where checkpoints live and holds the memory
+// backend (tests, benchmarks); sqlite (the embedded default) and postgres
+// (shared by many processes) are packages of their own. A checkpoint holds the writes of one step, not the whole state:
 // the interpreter rebuilds a state by replaying writes through its reducers
 // from the newest snapshot, so writing a checkpoint costs what the step
 // changed, not what the state holds.
@@ -21,6 +21,14 @@ var ErrNotFound = errors.New("not found")
 // thread's next one: another writer got there first, or the caller skipped
 // or repeated an ID.
 var ErrConflict = errors.New("checkpoint conflict")
+
+// ErrLeased is returned by Acquire for a thread whose lease another owner
+// holds, and by Renew and Release for a lease that was taken over.
+var ErrLeased = errors.New("thread is leased")
+
+// ErrFenced is returned by Put for a checkpoint written under a lease that
+// is no longer the thread's: another owner took the thread over.
+var ErrFenced = errors.New("lease fenced: the thread was taken over")
 
 // Checkpoint is the durable record of one step of a thread.
 type Checkpoint struct {
@@ -50,6 +58,22 @@ type Checkpoint struct {
 	ConfigHash string          `json:"config_hash"`
 	Tenant     string          `json:"tenant,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// Lease is the token of the writer's lease on the thread, 0 for a
+	// writer without one. Put refuses with ErrFenced a checkpoint whose
+	// Lease is not the thread's current token; the field is not stored
+	// (Load and History return 0).
+	Lease int64 `json:"-"`
+}
+
+// Lease is an owner's exclusive claim on a thread until Expires: one
+// executor per thread. Token, the fencing number, grows with every
+// Acquire of the thread, so a checkpoint written under a lease that was
+// taken over (Checkpoint.Lease) is refused.
+type Lease struct {
+	Thread  string
+	Owner   string
+	Token   int64
+	Expires time.Time
 }
 
 // Thread summarises a thread from its newest checkpoint: Pipeline and Status
@@ -85,12 +109,26 @@ type Store interface {
 	// recently updated first, ties broken by thread ID.
 	Threads(ctx context.Context, limit int) ([]Thread, error)
 	// Delete removes a thread and its child threads ("<thread>/...")
-	// with all their checkpoints. ErrNotFound for an unknown thread.
+	// with all their checkpoints, and ends their leases (their tokens
+	// go on growing, so a writer from before the Delete stays fenced). ErrNotFound for an unknown thread.
 	Delete(ctx context.Context, thread string) error
 	// Prune removes a thread's checkpoints with IDs below keepFrom, never
 	// its newest one, and returns how many it removed; the thread goes on
 	// with the IDs it had. ErrNotFound for an unknown thread.
 	Prune(ctx context.Context, thread string, keepFrom int64) (int, error)
+	// Acquire leases thread to owner for ttl, with a token higher than any
+	// the thread had, if no owner holds a lease that has not expired (not
+	// even owner itself); else it fails with an error wrapping ErrLeased
+	// that names the holder and when its lease expires (LeasedError).
+	// Many acquirers at once: exactly one wins.
+	Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (Lease, error)
+	// Renew extends l to ttl from now, if l's token is still the
+	// thread's (even after it expired, as long as no one took it over);
+	// else ErrLeased.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release ends l, so the thread can be acquired at once; ErrLeased
+	// if l was taken over.
+	Release(ctx context.Context, l Lease) error
 	// Close releases the store's resources.
 	Close() error
 }
@@ -126,4 +164,40 @@ func NotFoundError(thread string, id int64) error {
 		return fmt.Errorf("store: thread %q checkpoint %d: %w", thread, id, ErrNotFound)
 	}
 	return fmt.Errorf("store: thread %q: %w", thread, ErrNotFound)
+}
+
+// CheckLease validates the arguments of an Acquire.
+func CheckLease(thread, owner string, ttl time.Duration) error {
+	switch {
+	case thread == "":
+		return errors.New("store: acquire: empty thread")
+	case owner == "":
+		return fmt.Errorf("store: acquire: thread %q: empty owner", thread)
+	case ttl <= 0:
+		return fmt.Errorf("store: acquire: thread %q: ttl %v, want > 0", thread, ttl)
+	}
+	return nil
+}
+
+// LeasedError is the error for a thread that owner holds until expires.
+func LeasedError(thread, owner string, expires time.Time) error {
+	return fmt.Errorf("store: thread %q is leased by %s until %s: %w",
+		thread, owner, expires.UTC().Format(time.RFC3339Nano), ErrLeased)
+}
+
+// LostError is the error for a Renew or Release of l after the thread was
+// taken over by owner with a higher token (owner "" if the lease is gone).
+func LostError(l Lease, owner string) error {
+	if owner == "" {
+		return fmt.Errorf("store: thread %q: lease %d of %s is gone: %w", l.Thread, l.Token, l.Owner, ErrLeased)
+	}
+	return fmt.Errorf("store: thread %q: lease %d of %s was taken over by %s: %w",
+		l.Thread, l.Token, l.Owner, owner, ErrLeased)
+}
+
+// FencedError is the error for a Put of cp under a lease older than the
+// thread's current token (0: no lease).
+func FencedError(cp *Checkpoint, current int64) error {
+	return fmt.Errorf("store: put: thread %q checkpoint %d: lease %d, the thread's is %d: %w",
+		cp.Thread, cp.ID, cp.Lease, current, ErrFenced)
 }

@@ -47,7 +47,6 @@ CREATE TABLE run_events (
 	created_at INTEGER NOT NULL,
 	PRIMARY KEY (run, seq)
 ) WITHOUT ROWID;
-PRAGMA user_version = 2;
 `
 
 const runColumns = `id, thread, tenant, assistant, status, multitask_strategy, idempotency_key,

@@ -14,22 +14,21 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// sqliteVersion is the schema version this build writes, kept in the
-// database's user_version pragma; sqliteMigrations[n] migrates version n
-// to n+1.
-const sqliteVersion = 2
-
-// sqliteMigrations create the schema step by step: version 1 the
-// checkpoints, version 2 the API server's thread records, runs and run
-// events (runs.go).
-var sqliteMigrations = []string{sqliteSchema, sqliteRunsSchema}
-
-// sqliteSchema creates the version 1 schema. checkpoints holds one row per
-// Put with the JSON blobs last, so reading the other columns never walks a
-// large Snapshot; checkpoints_snapshots finds the newest snapshot at or
-// before an id; threads, kept by a trigger in the Put's own statement,
-// answers Threads without scanning checkpoints.
-const sqliteSchema = `
+// sqliteMigrations are the schema changes, sqliteMigrations[i] taking the
+// schema from version i to i+1; the database's user_version pragma holds
+// its version. A change to the schema is a new entry here, never an edit
+// of an old one.
+//
+// Version 1: checkpoints holds one row per Put with the JSON blobs last,
+// so reading the other columns never walks a large Snapshot;
+// checkpoints_snapshots finds the newest snapshot at or before an id;
+// threads, kept by a trigger in the Put's own statement, answers Threads
+// without scanning checkpoints.
+//
+// Version 2: the API server's thread records, runs and run events
+// (runs.go). Version 3: leases holds each leased thread's owner, token
+// and expiry.
+var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
 	id          INTEGER NOT NULL,
@@ -65,17 +64,25 @@ CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints BEGIN
 		status = excluded.status, steps = excluded.steps,
 		last_id = excluded.last_id, updated_at = excluded.updated_at;
 END;
-PRAGMA user_version = 1;
-`
+`, sqliteRunsSchema, `
+CREATE TABLE leases (
+	thread     TEXT    NOT NULL PRIMARY KEY,
+	owner      TEXT    NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL -- Unix nanoseconds
+) WITHOUT ROWID;
+`}
 
-// sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next:
-// the check, the insert and (by trigger) the threads row are one statement,
-// hence one implicit transaction that takes the write lock up front.
+// sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
+// and its lease token (?16) is 0 or the thread's: the checks, the insert
+// and (by trigger) the threads row are one statement, hence one implicit
+// transaction that takes the write lock up front.
 const sqlitePut = `
 INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
 	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-WHERE ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = ?1), 0)`
+WHERE ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = ?1), 0)
+AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE thread = ?1))`
 
 // sqliteLastID is the thread's newest checkpoint ID, 0 for none.
 const sqliteLastID = `SELECT coalesce(max(id), 0) FROM checkpoints WHERE thread = ?1`
@@ -162,7 +169,8 @@ func (s *sqliteStore) init(path, busy string) error {
 	return err
 }
 
-// sqliteMigrate brings the schema of db to sqliteVersion in one transaction.
+// sqliteMigrate brings the schema of db to the newest version in one
+// transaction; it refuses a schema newer than this build's.
 func sqliteMigrate(db *sql.DB) error {
 	tx, err := db.Begin()
 	if err != nil {
@@ -174,15 +182,18 @@ func sqliteMigrate(db *sql.DB) error {
 		return err
 	}
 	switch {
-	case version == sqliteVersion:
+	case version == len(sqliteMigrations):
 		return nil
-	case version > sqliteVersion:
-		return fmt.Errorf("schema version %d is newer than this build's %d", version, sqliteVersion)
+	case version > len(sqliteMigrations):
+		return fmt.Errorf("schema version %d is newer than this build's %d; use a newer runner", version, len(sqliteMigrations))
 	}
-	for v := version; v < sqliteVersion; v++ {
+	for v := version; v < len(sqliteMigrations); v++ {
 		if _, err := tx.Exec(sqliteMigrations[v]); err != nil {
 			return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, len(sqliteMigrations))); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
@@ -193,7 +204,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	res, err := s.put.ExecContext(ctx, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot))
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease)
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
@@ -203,6 +214,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	if n == 1 {
 		return nil
+	}
+	if err := s.fenced(ctx, cp); err != nil {
+		return err
 	}
 	var last int64
 	if err := s.lastID.QueryRowContext(ctx, cp.Thread).Scan(&last); err != nil {
@@ -303,7 +317,8 @@ func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]store.Thread, e
 // sqliteDelete removes a thread and its children ("<thread>/...").
 const sqliteDelete = `
 DELETE FROM checkpoints WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';
-DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';`
+DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';
+UPDATE leases SET expires_at = 0 WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';`
 
 func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
 	if _, err := s.History(ctx, thread); err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/runner/store/storetest"
@@ -117,28 +118,41 @@ func TestRunStoreConformance(t *testing.T) {
 	})
 }
 
-// TestSQLiteMigrateV1 opens a version 1 file: its checkpoints stay and
-// the run tables are added.
+// TestSQLiteMigrateV1 opens a file of schema version 1 holding a
+// checkpoint: it is migrated, keeps the checkpoint, and takes run records
+// and leases.
 func TestSQLiteMigrateV1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runner.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(sqliteSchema); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline, config_hash, tenant, created_at)
-		VALUES ('old', 1, 0, 0, '', 'a', 'running', 'p', 'h', '', 1)`); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{sqliteMigrations[0], `PRAGMA user_version = 1`,
+		`INSERT INTO checkpoints VALUES ('t', 1, 0, 1, 'n', 'm', 'running', 'p', 'h', '', 1700000000000000000, NULL, NULL, '{"n":1}', NULL)`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 	db.Close()
 	s := openTest(t, path)
-	if cps, err := s.Load(context.Background(), "old", 0); err != nil || len(cps) != 1 {
-		t.Errorf("Load of a version 1 thread = %v, %v", cps, err)
+	ctx := context.Background()
+	if cps, err := s.Load(ctx, "t", 0); err != nil || len(cps) != 1 || string(cps[0].Writes) != `{"n":1}` {
+		t.Fatalf("Load of the version 1 checkpoint = %v, %v", cps, err)
 	}
-	rs := s.(store.RunStore)
-	if err := rs.CreateThread(context.Background(), &store.ThreadRecord{ID: "new"}); err != nil {
+	l, err := s.Acquire(ctx, "t", "me", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after migration: %v", err)
+	}
+	cp := storetest.Checkpoint("t", 2, false)
+	cp.Lease = l.Token
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatalf("Put under a lease after migration: %v", err)
+	}
+	if err := s.(store.RunStore).CreateThread(ctx, &store.ThreadRecord{ID: "new"}); err != nil {
 		t.Errorf("CreateThread after migration: %v", err)
+	}
+	var version int
+	if err := s.(*sqliteStore).w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
+		t.Errorf("user_version = %d, %v; want %d", version, err, len(sqliteMigrations))
 	}
 }

@@ -14,10 +14,12 @@ func TestOpen(t *testing.T) {
 		{"memory", "memory:", ""},
 		{"sqlite", "sqlite:" + filepath.Join(dir, "x", "a.db"), ""},
 		{"sqlite with options", "sqlite:" + filepath.Join(dir, "b.db") + "?sync=full", ""},
-		{"no scheme", "runner.db", "no scheme; want memory: or sqlite:PATH"},
+		{"no scheme", "runner.db", "no scheme; want memory:, sqlite:PATH or postgres://HOST/DB"},
 		{"unknown scheme", "mysql://x", `unknown scheme "mysql"`},
 		{"memory with a path", "memory:x", "takes no path"},
 		{"sqlite without a path", "sqlite:", "needs a path"},
+		{"postgres, no server", "postgres://u@127.0.0.1:1/db?connect_timeout=2", "store: postgres u@127.0.0.1:1/db"},
+		{"postgresql, no server", "postgresql://u@127.0.0.1:1/db?connect_timeout=2", "store: postgres u@127.0.0.1:1/db"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Open(tc.url)

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every store.Store backend
-// runs: checkpoints, history, threads, concurrent writers, delete and
-// prune behave the same on each.
+// runs: checkpoints, history, threads, concurrent writers, delete, prune
+// and thread leases behave the same on each.
 package storetest
 
 import (
@@ -40,7 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"delete removes a thread and its children", testDelete},
 		{"prune keeps the newest; ids go on", testPrune},
 	}
-	for _, tc := range cases {
+	for _, tc := range append(cases, leaseCases...) {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 	}
 }

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// DefaultLeaseTTL is how long a run holds its thread without renewing its
+// lease when Engine.LeaseTTL is zero.
+const DefaultLeaseTTL = 30 * time.Second
+
+// lease acquires thread's lease for a run and renews it until release is
+// called, which ends it; it returns the lease's token for the run's
+// checkpoints. A thread leased by another live run is ErrThreadBusy.
+// Without a store, and for a child thread (run under its parent's
+// lease), there is no lease: token 0.
+func (e *Engine) lease(ctx context.Context, thread string) (token int64, release func(), err error) {
+	if e.Store == nil || e.meter != nil {
+		return 0, func() {}, nil
+	}
+	ttl := cmp.Or(e.LeaseTTL, DefaultLeaseTTL)
+	l, err := e.Store.Acquire(ctx, thread, e.leaseOwner(), ttl)
+	if errors.Is(err, store.ErrLeased) {
+		return 0, nil, fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
+	} else if err != nil {
+		return 0, nil, err
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		e.renew(ctx, l, ttl, stop)
+	}()
+	return l.Token, func() {
+		close(stop)
+		<-done
+		// An error means the lease was taken over or the store is gone:
+		// either way it expires.
+		_ = e.Store.Release(context.WithoutCancel(ctx), l)
+	}, nil
+}
+
+// renew renews l every third of ttl until stop is closed or the lease is
+// taken over (the run's next checkpoint is then refused); a renewal that
+// fails otherwise is tried again at the next tick.
+func (e *Engine) renew(ctx context.Context, l store.Lease, ttl time.Duration, stop <-chan struct{}) {
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := e.Store.Renew(context.WithoutCancel(ctx), l, ttl); errors.Is(err, store.ErrLeased) {
+				return
+			}
+		}
+	}
+}
+
+// leaseOwner names this Engine as a lease owner: host, process and a
+// random id, so two Engines of one process are two owners.
+func (e *Engine) leaseOwner() string {
+	e.ownerOnce.Do(func() {
+		host, _ := os.Hostname()
+		e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
+	})
+	return e.owner
+}

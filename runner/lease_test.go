@@ -1,0 +1,182 @@
+package runner_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/sqlite"
+)
+
+// workGraph runs one node, work, which does what mode says: "fail"
+// fails, "block" prints "working" and waits until cancelled, anything
+// else completes.
+func workGraph(mode string) *runner.Graph {
+	return &runner.Graph{
+		Name: "work", Start: "work", MaxSteps: 5, Hash: "h1",
+		Fields: map[string]runner.Field{"done": {Reducer: runner.Replace}},
+		Nodes: map[string]*runner.Step{
+			"work": {Name: "work", Node: fn(func(ctx context.Context, _ *runner.Input) (runner.Update, error) {
+				switch mode {
+				case "fail":
+					return nil, errors.New("failed on purpose")
+				case "block":
+					fmt.Println("working")
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return runner.Update{"done": true}, nil
+			}), Routes: []runner.Route{{To: runner.End}}},
+		},
+	}
+}
+
+// failedThread leaves thread "t" of st failed at node work, to resume.
+func failedThread(t *testing.T, st store.Store) {
+	t.Helper()
+	res, err := (&runner.Engine{Store: st}).Run(context.Background(), workGraph("fail"), "t", nil)
+	if err != nil || res.Status != runner.StatusFailed {
+		t.Fatalf("Run = %+v, %v; want a failed thread", res, err)
+	}
+}
+
+func TestLeaseOneRunPerThread(t *testing.T) {
+	st := newStore(t)
+	failedThread(t, st)
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	wg.Go(func() {
+		g := workGraph("block")
+		g.Nodes["work"].Node = fn(func(ctx context.Context, _ *runner.Input) (runner.Update, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		_, _ = (&runner.Engine{Store: st}).Resume(ctx, g, "t", runner.ResumeOptions{})
+	})
+	<-started
+	e := &runner.Engine{Store: st}
+	_, err := e.Resume(context.Background(), workGraph("finish"), "t", runner.ResumeOptions{})
+	if !errors.Is(err, runner.ErrThreadBusy) || !strings.Contains(err.Error(), "running elsewhere") || !strings.Contains(err.Error(), "until") {
+		t.Errorf("second Resume: err = %v, want runner.ErrThreadBusy saying it runs elsewhere until when", err)
+	}
+	cancel()
+	wg.Wait()
+	res, err := e.Resume(context.Background(), workGraph("finish"), "t", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("Resume after the first returned = %+v, %v; want completed: its lease must be released", res, err)
+	}
+	if res, err := e.Run(context.Background(), workGraph("finish"), "t", nil); err != nil || res.Status != runner.StatusCompleted {
+		t.Errorf("next turn = %+v, %v; want completed", res, err)
+	}
+}
+
+// leaseEnv names the database of a TestHelperLeaseResume child and what
+// its node does (workGraph's mode).
+const (
+	leaseDBEnv   = "RUNNER_LEASE_HELPER_DB"
+	leaseModeEnv = "RUNNER_LEASE_HELPER_MODE"
+	leaseTTL     = 2 * time.Second
+)
+
+// TestHelperLeaseResume is not a test: run by TestLeaseAcrossProcesses as
+// a child process, it resumes thread "t" and prints how that ended.
+func TestHelperLeaseResume(t *testing.T) {
+	path := os.Getenv(leaseDBEnv)
+	if path == "" {
+		t.Skip("only run as a child of TestLeaseAcrossProcesses")
+	}
+	st, err := sqlite.Open(path)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e := &runner.Engine{Store: st, LeaseTTL: leaseTTL}
+	res, err := e.Resume(ctx, workGraph(os.Getenv(leaseModeEnv)), "t", runner.ResumeOptions{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(3)
+	}
+	fmt.Println("status:", res.Status)
+}
+
+// TestLeaseAcrossProcesses resumes one SQLite thread from two processes:
+// the second is refused while the first runs; after the first is
+// SIGKILLed its lease holds until it expires, then a resume takes over.
+func TestLeaseAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	path := filepath.Join(t.TempDir(), "runner.db")
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedThread(t, st)
+	st.Close()
+	resume := func(mode string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLeaseResume$", "-test.count=1")
+		cmd.Env = append(os.Environ(), leaseDBEnv+"="+path, leaseModeEnv+"="+mode)
+		cmd.Stderr = os.Stderr
+		return cmd
+	}
+	first := startWorking(t, resume("block"))
+	defer first.Process.Kill()
+	expectBusy(t, resume("finish"), "while the first runs")
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	_ = first.Wait()
+	expectBusy(t, resume("finish"), "right after the first was killed")
+	time.Sleep(leaseTTL - time.Since(killed))
+	out, err := resume("finish").Output()
+	if err != nil || !strings.Contains(string(out), "status: completed") {
+		t.Fatalf("resume after the lease expired: %v\n%s", err, out)
+	}
+}
+
+// startWorking starts cmd and waits until its node is working.
+func startWorking(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if lines.Text() == "working" {
+			return cmd
+		}
+		t.Logf("first resume: %s", lines.Text())
+	}
+	t.Fatal("the first resume ended before its node worked")
+	return nil
+}
+
+// expectBusy runs cmd and checks it was refused: the thread runs elsewhere.
+func expectBusy(t *testing.T, cmd *exec.Cmd, when string) {
+	t.Helper()
+	out, err := cmd.Output()
+	if err == nil || !strings.Contains(string(out), "thread cannot start a new run: thread t is running elsewhere") ||
+		!strings.Contains(string(out), "until") {
+		t.Fatalf("resume %s: %v\n%s\nwant it refused: the thread runs elsewhere", when, err, out)
+	}
+	t.Logf("resume %s: %s", when, strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/storetest"
+)
+
+// urlEnv names the variable holding the URL of the server to test against.
+const urlEnv = "RUNNER_TEST_POSTGRES"
+
+// serverURL is the URL in urlEnv; without one the test is skipped, or
+// fails under CI, which must run these tests.
+func serverURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv(urlEnv)
+	switch {
+	case u != "":
+		return u
+	case os.Getenv("CI") != "":
+		t.Fatalf("%s is not set: CI must run the PostgreSQL tests (.ci/run starts a server)", urlEnv)
+	default:
+		t.Skipf("set %s=postgres://user@host:port/db?sslmode=disable to run the PostgreSQL tests", urlEnv)
+	}
+	return ""
+}
+
+// testDB is a schema of its own on the test server, dropped when the test
+// ends: url opens the store in it, admin is a second connection.
+type testDB struct {
+	url    string
+	name   string
+	admin  *pgx.Conn
+	server string
+}
+
+// newTestDB creates a uniquely named schema and a URL whose search_path
+// and application_name are that schema.
+func newTestDB(t *testing.T) *testDB {
+	t.Helper()
+	server := serverURL(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", urlEnv, err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	db := &testDB{name: "runner_test_" + hex.EncodeToString(b), admin: admin, server: server}
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+db.name); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(ctx, `DROP SCHEMA `+db.name+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", db.name, err)
+		}
+		admin.Close(ctx)
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatalf("%s: %v", urlEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", db.name)
+	q.Set("application_name", db.name)
+	u.RawQuery = q.Encode()
+	db.url = u.String()
+	return db
+}
+
+// open opens the store in db, closed when the test ends.
+func (db *testDB) open(t *testing.T) store.Store {
+	t.Helper()
+	s, err := Open(db.url)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// terminate ends the backends of the store's connections, as a server
+// restart or an administrator would, and returns how many it ended.
+func (db *testDB) terminate(t *testing.T) int {
+	t.Helper()
+	var n int
+	err := db.admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid))
+		FROM pg_stat_activity WHERE datname = current_database()
+		AND pid <> pg_backend_pid() AND application_name = $1`, db.name).Scan(&n)
+	if err != nil {
+		t.Fatalf("terminate backends: %v", err)
+	}
+	return n
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
+}
+
+func TestReopen(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t)
+	storetest.PutAll(t, s, "t", 3, 2)
+	s.Close()
+	s = db.open(t)
+	if err := s.Put(context.Background(), storetest.Checkpoint("t", 4, false)); err != nil {
+		t.Fatalf("Put after reopen: %v", err)
+	}
+	got, err := s.Load(context.Background(), "t", 0)
+	if err != nil || len(got) != 3 || got[0].ID != 2 {
+		t.Errorf("Load after reopen = %v, %v; want ids 2..4", storetest.IDs(got), err)
+	}
+}
+
+func TestNewerSchema(t *testing.T) {
+	db := newTestDB(t)
+	db.open(t).Close()
+	if _, err := db.admin.Exec(context.Background(), `UPDATE `+db.name+`.schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(db.url)
+	if err == nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
+		t.Errorf("Open of a newer schema err = %v, want a schema version error", err)
+	}
+}
+
+func TestOpenBadURL(t *testing.T) {
+	s, err := Open("postgres://nobody:secret@127.0.0.1:1/x?connect_timeout=2")
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a server that is not there succeeded")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "nobody@127.0.0.1:1/x") || strings.Contains(msg, "secret") {
+		t.Errorf("err = %q, want it to name the server without the password", msg)
+	}
+}
+
+// TestTerminatedConnections ends the store's backends between Puts: the
+// pool reconnects, and a Put that lost its connection has either
+// committed or not, so the thread's ids stay contiguous, none lost or
+// doubled.
+func TestTerminatedConnections(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t)
+	ctx := context.Background()
+	const puts = 60
+	killed := 0
+	for id := int64(1); id <= puts; id++ {
+		if id%5 == 0 {
+			killed += db.terminate(t)
+		}
+		putOnce(t, s, id)
+		if id%7 == 0 {
+			if _, err := s.Load(ctx, "t", 0); err != nil {
+				t.Fatalf("Load after %d: %v", id, err)
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	t.Logf("terminated %d backends", killed)
+	hist, err := s.History(ctx, "t")
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	for i, cp := range hist {
+		if cp.ID != int64(i+1) {
+			t.Fatalf("History[%d].ID = %d: ids are not contiguous", i, cp.ID)
+		}
+	}
+	if len(hist) != puts {
+		t.Errorf("History has %d checkpoints, want %d", len(hist), puts)
+	}
+}
+
+// putOnce puts checkpoint id of thread t; if Put fails it checks with
+// Load whether the Put committed and, if not, puts it again.
+func putOnce(t *testing.T, s store.Store, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	err := s.Put(ctx, storetest.Checkpoint("t", id, id%10 == 0))
+	if err == nil {
+		return
+	}
+	if errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Put(%d): %v", id, err)
+	}
+	t.Logf("Put(%d): %v", id, err)
+	cps, lerr := s.Load(ctx, "t", 0)
+	if lerr != nil {
+		t.Fatalf("Load after a failed Put(%d): %v", id, lerr)
+	}
+	switch last := cps[len(cps)-1].ID; last {
+	case id: // committed before the connection died
+	case id - 1:
+		if err := s.Put(ctx, storetest.Checkpoint("t", id, id%10 == 0)); err != nil {
+			t.Fatalf("Put(%d) again: %v", id, err)
+		}
+	default:
+		t.Fatalf("after a failed Put(%d) the last id is %d", id, last)
+	}
+}
