@@ -187,6 +187,38 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 	return e.State(ctx, g, thread, 0)
 }
 
+// Rewind makes an earlier checkpoint id of thread its newest again: a new
+// checkpoint stands where id stood — the same state, node, next node,
+// status and pending interrupt — so the next run or resume replays the
+// thread from there (LangGraph's run from a checkpoint_id). The history
+// keeps the steps after id.
+func (e *Engine) Rewind(ctx context.Context, g *Graph, thread string, id int64) (*ThreadState, error) {
+	if e.Store == nil {
+		return nil, errors.New("rewinding a thread needs a store")
+	}
+	newest, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := e.Store.Load(ctx, thread, id)
+	if err != nil {
+		return nil, err
+	}
+	at := cps[len(cps)-1]
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return nil, err
+	}
+	r := e.reopen(g, thread, cps, m) // a step paused or cut short at id goes on from there
+	r.id = newest[len(newest)-1].ID
+	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true,
+		interrupt: pendingInterrupt(at)}
+	if err := r.checkpoint(ctx, rec); err != nil {
+		return nil, err
+	}
+	return e.State(ctx, g, thread, 0)
+}
+
 // Fork starts thread to as a copy of thread from at its checkpoint id (0:
 // the newest): the same state, standing at the same node with the same
 // pending interrupt, its own history from there. The original is not

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -64,16 +65,19 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		return nil, err
 	}
 	g := s.cfg.Graphs[rec.Assistant]
-	if q.CheckpointID != "" {
-		if err := s.checkNewest(ctx, rec.Thread, q.CheckpointID); err != nil {
-			return nil, err
-		}
-	}
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	busy := s.busy(rec.Thread)
 	if busy && q.MultitaskStrategy == "reject" {
 		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", rec.Thread)
+	}
+	if q.CheckpointID != "" {
+		if busy {
+			return nil, problemf(http.StatusConflict, "thread %s is busy with another run: a run from checkpoint %s needs it idle", rec.Thread, q.CheckpointID)
+		}
+		if err := s.rewind(ctx, g, rec.Thread, q.CheckpointID); err != nil {
+			return nil, err
+		}
 	}
 	if !busy {
 		if _, err := s.plan(ctx, g, rec.Thread, q); err != nil {
@@ -136,16 +140,25 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create boo
 	return s.runs.UpdateThread(ctx, t)
 }
 
-// checkNewest refuses a checkpoint_id that is not the thread's newest:
-// runner continues a thread where it stands (fork it to go elsewhere).
-func (s *Server) checkNewest(ctx context.Context, thread, id string) error {
+// rewind makes checkpoint id the thread's newest, when it is not, so the
+// run replays the thread from there (Engine.Rewind).
+func (s *Server) rewind(ctx context.Context, g *runner.Graph, thread, id string) error {
 	cp, err := parseCheckpoint(id)
 	if err != nil {
 		return err
 	}
 	h, err := s.cfg.Store.History(ctx, thread)
-	if err != nil || h[len(h)-1].ID != cp {
-		return problemf(http.StatusUnprocessableEntity, "checkpoint_id %s is not thread %s's newest checkpoint: runner runs a thread from where it stands", id, thread)
+	if err != nil {
+		return err
+	}
+	if h[len(h)-1].ID == cp {
+		return nil
+	}
+	if _, err := (&runner.Engine{Store: s.cfg.Store}).Rewind(ctx, g, thread, cp); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return problemf(http.StatusNotFound, "thread %s has no checkpoint %s", thread, id)
+		}
+		return err
 	}
 	return nil
 }

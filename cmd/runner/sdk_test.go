@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/runner-dev/runner/server"
+)
+
+// TestLangGraphSDK drives a started `runner serve` with the stock
+// LangGraph JS SDK, unchanged, in both pinned major versions
+// (server/sdktest: `npm ci` there installs them; .ci/run does). The
+// scripted model's first reply is slow, so a run is still going when the
+// suite tries a second run on its thread or cancels it.
+func TestLangGraphSDK(t *testing.T) {
+	suite, err := filepath.Abs("../../server/sdktest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(suite, "node_modules")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the SDK suite is not installed: run npm ci in server/sdktest")
+		}
+		t.Skip("the SDK suite is not installed: run npm ci in server/sdktest to run it")
+	}
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.json"), slowScript(t))
+	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-sdk")+": acme\n")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
+		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
+	cmd.Dir = "../.."
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	base := serveAddress(t, stderr)
+	for _, sdk := range []string{"sdk1", "sdk2"} {
+		t.Run(sdk, func(t *testing.T) {
+			node := exec.Command("node", "compat.mjs")
+			node.Dir = suite
+			node.Env = append(os.Environ(), "SDK_MODULE="+sdk, "RUNNER_URL="+base, "LANGGRAPH_API_KEY=sk-sdk")
+			out, err := node.CombinedOutput()
+			t.Logf("%s", out)
+			if err != nil {
+				t.Fatalf("the %s suite failed: %v", sdk, err)
+			}
+		})
+	}
+}
+
+// slowScript is seed 000's scripted replies with the first one delayed.
+func slowScript(t *testing.T) string {
+	src, err := os.ReadFile("../../pipelines/orchestration/script.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replies []map[string]any
+	if err := json.Unmarshal(src, &replies); err != nil {
+		t.Fatal(err)
+	}
+	replies[0]["delay"] = "400ms"
+	out, _ := json.Marshal(replies)
+	return string(out)
+}

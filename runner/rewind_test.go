@@ -1,0 +1,36 @@
+package runner_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/runner-dev/runner/runner"
+)
+
+// Rewind makes an earlier checkpoint the thread's newest: a resume
+// replays the steps after it and ends where an uninterrupted run does,
+// the history keeping every step.
+func TestRewindReplays(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	g := loopGraph(3, 0)
+	res, err := e.Run(ctx, g, "t", nil)
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	ts, err := e.Rewind(ctx, g, "t", 2) // after the first inc
+	if err != nil || ts.Status != runner.StatusRunning || ts.Next != "inc" || ts.State["n"] != int64(1) || ts.Checkpoint != res.Checkpoint+1 {
+		t.Fatalf("rewind: %v %+v", err, ts)
+	}
+	again, err := e.Resume(ctx, g, "t", runner.ResumeOptions{})
+	if err != nil || again.Status != runner.StatusCompleted || again.State["n"] != int64(3) || len(again.Path) != 2 {
+		t.Fatalf("replay: %v %+v", err, again)
+	}
+	hist, _ := e.Store.History(ctx, "t")
+	if len(hist) != int(again.Checkpoint) {
+		t.Errorf("history has %d checkpoints, want all %d", len(hist), again.Checkpoint)
+	}
+	if _, err := e.Rewind(ctx, g, "t", 99); err == nil {
+		t.Error("rewind to an unknown checkpoint succeeded")
+	}
+}

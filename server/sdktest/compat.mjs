@@ -1,0 +1,227 @@
+// The client-compatibility suite: the stock LangGraph JS SDK, unchanged,
+// against a started `runner serve`. Run by sdk_test.go, once per pinned SDK
+// major version (SDK_MODULE=sdk1|sdk2), with RUNNER_URL and
+// LANGGRAPH_API_KEY set. Each check prints one line; the first failure
+// exits 1 with what was expected and what came back.
+import assert from "node:assert/strict";
+
+const { Client } = await import(process.env.SDK_MODULE ?? "sdk2");
+const client = new Client({ apiUrl: process.env.RUNNER_URL }); // key from LANGGRAPH_API_KEY
+
+// The assistant is seed 000's rule_37 agent; its scripted model asks to
+// create a well entity, which the platform rule holds for approval.
+const AGENT = "rule_37";
+const INPUT = { messages: [{ role: "user", content: "Add the new Mitchell Ranch 3H well." }] };
+const APPROVE = { approved: true };
+
+const checks = [];
+const check = (name, fn) => checks.push([name, fn]);
+
+// collect drains a stream into a list of {event, data, id}.
+async function collect(stream) {
+  const out = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+// interruptOf finds the __interrupt__ list in a stream's chunks.
+function interruptOf(chunks) {
+  for (const c of chunks) {
+    const list = c.data?.__interrupt__;
+    if (Array.isArray(list) && list.length > 0) return list;
+  }
+  return undefined;
+}
+
+// pausedThread starts a thread and streams its first run to the gate.
+async function pausedThread(metadata = {}) {
+  const thread = await client.threads.create({ metadata });
+  const chunks = await collect(
+    client.runs.stream(thread.thread_id, AGENT, { input: INPUT, streamMode: ["updates", "values"] }),
+  );
+  return { thread, chunks };
+}
+
+// answer is the newest AI message's text (messages cross the API in
+// LangChain's form).
+function answer(values) {
+  const ai = (values.messages ?? []).filter((m) => m.type === "ai" && m.content);
+  return ai.at(-1)?.content ?? "";
+}
+
+// createdEntities counts the create_entity calls that ran on a thread.
+function createdEntities(values) {
+  return (values.tool_results ?? []).filter((r) => r.tool_name === "create_entity" && r.ok).length;
+}
+
+// expectStatus runs fn and checks that it fails with an HTTP status.
+async function expectStatus(status, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    assert.equal(err.status, status, `want HTTP ${status}, got ${err.message}`);
+    return err;
+  }
+  assert.fail(`want HTTP ${status}, the call succeeded`);
+}
+
+// busyRun starts a background run whose first model reply is slow.
+async function busyRun() {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, AGENT, { input: INPUT });
+  return { thread, run };
+}
+
+check("assistants: search finds the agent by graph id", async () => {
+  const found = await client.assistants.search({ graphId: AGENT });
+  assert.ok(found.length >= 1, "no assistant for rule_37");
+  const a = await client.assistants.get(found[0].assistant_id);
+  assert.equal(a.graph_id, AGENT);
+});
+
+check("threads: create, get, search by metadata", async () => {
+  const tag = `t-${Date.now()}`;
+  const t = await client.threads.create({ metadata: { suite: tag } });
+  const got = await client.threads.get(t.thread_id);
+  assert.equal(got.thread_id, t.thread_id);
+  assert.equal(got.metadata.suite, tag);
+  assert.equal(got.status, "idle");
+  const found = await client.threads.search({ metadata: { suite: tag } });
+  assert.deepEqual(found.map((x) => x.thread_id), [t.thread_id]);
+});
+
+check("stream to an interrupt: metadata first, then __interrupt__", async () => {
+  const { chunks } = await pausedThread();
+  assert.equal(chunks[0].event, "metadata");
+  assert.ok(chunks[0].data.run_id, "metadata carries the run id");
+  const intr = interruptOf(chunks);
+  assert.ok(intr, `no __interrupt__ in ${JSON.stringify(chunks.map((c) => c.event))}`);
+  assert.ok(intr[0].id, "the interrupt has an id");
+  assert.ok(intr[0].value, "the interrupt has a value");
+});
+
+check("paused thread: status interrupted, with its interrupts; getState next/tasks", async () => {
+  const { thread } = await pausedThread();
+  const t = await client.threads.get(thread.thread_id);
+  assert.equal(t.status, "interrupted");
+  const pending = Object.values(t.interrupts ?? {}).flat();
+  assert.equal(pending.length, 1, `interrupts ${JSON.stringify(t.interrupts)}`);
+  const st = await client.threads.getState(thread.thread_id);
+  assert.ok(st.next.length >= 1, "state.next names the paused node");
+  assert.ok(st.tasks.some((task) => task.interrupts.length === 1), "a task carries the interrupt");
+  assert.ok(st.checkpoint.checkpoint_id, "state has a checkpoint id");
+});
+
+check("resume with command, then history newest first", async () => {
+  const { thread } = await pausedThread();
+  const chunks = await collect(
+    client.runs.stream(thread.thread_id, AGENT, { command: { resume: APPROVE }, streamMode: "values" }),
+  );
+  const last = chunks.filter((c) => c.event === "values").at(-1);
+  assert.match(answer(last.data), /Mitchell Ranch 3H/);
+  assert.equal(last.data.status, "completed");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+  const hist = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  assert.ok(hist.length >= 3, `history has ${hist.length} states`);
+  const st = await client.threads.getState(thread.thread_id);
+  assert.equal(hist[0].checkpoint.checkpoint_id, st.checkpoint.checkpoint_id, "newest first");
+  for (let i = 1; i < hist.length; i++) {
+    assert.ok(hist[i - 1].created_at >= hist[i].created_at, "created_at descends");
+  }
+});
+
+check("resuming the same interrupt twice runs the side effect once (409)", async () => {
+  const { thread } = await pausedThread();
+  const values = await client.runs.wait(thread.thread_id, AGENT, { command: { resume: APPROVE } });
+  assert.equal(createdEntities(values), 1);
+  await expectStatus(409, () => client.runs.wait(thread.thread_id, AGENT, { command: { resume: APPROVE } }));
+  const st = await client.threads.getState(thread.thread_id);
+  assert.equal(createdEntities(st.values), 1, "create_entity ran once");
+});
+
+check("runs.wait: paused values carry __interrupt__; resumed values the answer", async () => {
+  const thread = await client.threads.create();
+  const paused = await client.runs.wait(thread.thread_id, AGENT, { input: INPUT });
+  assert.ok(paused.__interrupt__?.length === 1, `values ${JSON.stringify(Object.keys(paused))}`);
+  const done = await client.runs.wait(thread.thread_id, AGENT, { command: { resume: APPROVE } });
+  assert.match(answer(done), /Mitchell Ranch 3H.*knowledge graph/);
+});
+
+check("runs.wait stateless", async () => {
+  const values = await client.runs.wait(null, AGENT, { input: INPUT });
+  assert.ok(values.__interrupt__?.length === 1);
+});
+
+check("runs.create + join; runs.get and list", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, AGENT, { input: INPUT });
+  assert.ok(run.run_id);
+  const values = await client.runs.join(thread.thread_id, run.run_id);
+  assert.ok(values.__interrupt__ || values.messages, "join returns the values");
+  const got = await client.runs.get(thread.thread_id, run.run_id);
+  assert.equal(got.status, "interrupted");
+  const runs = await client.runs.list(thread.thread_id);
+  assert.deepEqual(runs.map((r) => r.run_id), [run.run_id]);
+});
+
+check("joinStream from -1 replays every event; from an id, only those after it", async () => {
+  const thread = await client.threads.create();
+  const run = await client.runs.create(thread.thread_id, AGENT, { input: INPUT, streamMode: ["values", "updates"] });
+  await client.runs.join(thread.thread_id, run.run_id);
+  const all = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" }));
+  const withIds = all.filter((c) => c.id !== undefined);
+  assert.ok(withIds.length >= 3, `replayed ${all.length} events`);
+  assert.ok(interruptOf(all), "the replay includes the interrupt");
+  const from = withIds[1].id;
+  const rest = await collect(client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: from }));
+  const restIds = rest.filter((c) => c.id !== undefined).map((c) => c.id);
+  assert.deepEqual(restIds, withIds.slice(2).map((c) => c.id), "exactly the events after the id, once");
+});
+
+check("multitask reject on a busy thread is 409", async () => {
+  const { thread } = await busyRun();
+  await expectStatus(409, () =>
+    client.runs.create(thread.thread_id, AGENT, { input: INPUT, multitaskStrategy: "reject" }),
+  );
+});
+
+check("cancel a running run: run interrupted, thread idle", async () => {
+  const { thread, run } = await busyRun();
+  await client.runs.cancel(thread.thread_id, run.run_id, true);
+  const got = await client.runs.get(thread.thread_id, run.run_id);
+  assert.equal(got.status, "interrupted");
+  assert.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
+
+check("updateState as a node, then read it back", async () => {
+  const { thread } = await pausedThread();
+  const res = await client.threads.updateState(thread.thread_id, { values: { error: "set by a reviewer" } });
+  assert.ok(res.configurable?.checkpoint_id ?? res.checkpoint?.checkpoint_id, `update returned ${JSON.stringify(res)}`);
+  const st = await client.threads.getState(thread.thread_id);
+  assert.equal(st.values.error, "set by a reviewer");
+});
+
+check("replay from an earlier checkpoint", async () => {
+  const { thread } = await pausedThread();
+  const hist = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  const first = hist.at(-1);
+  const values = await client.runs.wait(thread.thread_id, AGENT, { checkpointId: first.checkpoint.checkpoint_id });
+  assert.ok(values.__interrupt__?.length === 1, "the replay reaches the gate again");
+});
+
+check("unknown thread is 404", async () => {
+  await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
+});
+
+let failed = 0;
+for (const [name, fn] of checks) {
+  try {
+    await fn();
+    console.log(`ok   ${name}`);
+  } catch (err) {
+    failed++;
+    console.log(`FAIL ${name}\n     ${err.stack ?? err}`);
+  }
+}
+console.log(`${checks.length - failed}/${checks.length} passed`);
+process.exit(failed ? 1 : 0);
