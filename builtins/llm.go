@@ -31,12 +31,17 @@ type caller struct {
 // the provider, usage) and keeps its metrics. With streaming on, each
 // text chunk is emitted as an llm_token event.
 func (c *caller) chat(ctx context.Context, in *runner.Input, req *runner.ChatRequest) (*runner.ChatResponse, error) {
+	return c.ask(ctx, in, req, "", 0)
+}
+
+// ask is chat for attempt n (from 1) of a structured reply by method.
+func (c *caller) ask(ctx context.Context, in *runner.Input, req *runner.ChatRequest, method string, n int) (*runner.ChatResponse, error) {
 	req.Model, req.Params = c.model.Def.ID, c.params
 	if c.stream {
 		req.OnToken = func(text string) { in.Run.Emit(runner.EventLLMToken, in.Node, map[string]any{"text": text}) }
 	}
 	resp, rec, err := in.Run.CallLLM(ctx, &runner.LLMRequest{Provider: c.model.Provider, Model: c.model.Def.Name,
-		Price: c.model.Def.Pricing.Cost, Phase: c.phase, Skills: c.skills, Chat: req})
+		Price: c.model.Def.Pricing.Cost, Phase: c.phase, Method: method, Attempt: n, Skills: c.skills, Chat: req})
 	if err != nil {
 		return nil, err
 	}
@@ -65,11 +70,13 @@ const (
 // method and attempt is spent.
 func (c *caller) structured(ctx context.Context, in *runner.Input, msgs []runner.Message, s *outputSchema, methods []string, attempts int) (any, error) {
 	var last error
+	n := 0 // attempts over every method
 	for _, m := range methods {
 		conv := append([]runner.Message(nil), msgs...)
 		for a := 0; a < attempts; a++ {
 			req := s.request(m, conv)
-			resp, err := c.chat(ctx, in, req)
+			n++
+			resp, err := c.ask(ctx, in, req, m, n)
 			if err != nil {
 				return nil, err
 			}

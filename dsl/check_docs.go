@@ -210,7 +210,7 @@ func (k *check) test(d *Document) {
 			k.diags.Errorf(d.Pos(n), CodeRefUnknown, "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
 		}
 	}
-	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType})
+	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType, "usage": usageType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
 	t.Input = k.testInput(d, p)

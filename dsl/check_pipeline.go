@@ -12,9 +12,18 @@ import (
 )
 
 // budgetType is what expressions see as `budget`: the run's usage so far.
+// usageType is what a Test's assertions see as `usage`: what the thread
+// spent over all its runs (runner.RunUsage).
+var usageType = ObjectOf(map[string]*Type{
+	"input_tokens": IntegerType, "output_tokens": IntegerType, "cached_input_tokens": IntegerType,
+	"cost_usd": NumberType, "llm_calls": IntegerType, "tool_calls": IntegerType, "iterations": IntegerType,
+	"structured_retries": IntegerType,
+})
+
 var budgetType = ObjectOf(map[string]*Type{
 	"tokens_used": IntegerType, "cost_usd": NumberType, "steps": IntegerType,
 	"iterations": IntegerType, "llm_calls": IntegerType, "tool_calls": IntegerType,
+	"structured_retries": IntegerType,
 })
 
 // errorType is what expressions see as `error`: the error a route caught

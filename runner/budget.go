@@ -41,6 +41,9 @@ type RunUsage struct {
 	LLMCalls   int     `json:"llm_calls,omitempty"`
 	ToolCalls  int     `json:"tool_calls,omitempty"`
 	Iterations int     `json:"iterations,omitempty"`
+	// StructuredRetries counts the LLM calls that asked again for a
+	// structured reply after one that did not fit its schema.
+	StructuredRetries int `json:"structured_retries,omitempty"`
 }
 
 // Tokens is every token counted against max_tokens.
@@ -120,6 +123,10 @@ func (m *meter) charge(kind string) (int, error) {
 	switch kind {
 	case "llm":
 		m.usage.LLMCalls++
+		return m.usage.LLMCalls - 1, nil
+	case "retry":
+		m.usage.LLMCalls++
+		m.usage.StructuredRetries++
 		return m.usage.LLMCalls - 1, nil
 	case "tool":
 		m.usage.ToolCalls++
@@ -275,6 +282,7 @@ func (r *Run) syncBudget(steps int) {
 		u := r.Usage()
 		b["tokens_used"], b["cost_usd"] = u.Tokens(), u.CostUSD
 		b["iterations"], b["llm_calls"], b["tool_calls"] = u.Iterations, u.LLMCalls, u.ToolCalls
+		b["structured_retries"] = u.StructuredRetries
 	}
 }
 

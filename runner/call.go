@@ -286,6 +286,11 @@ type LLMRequest struct {
 	Model string
 	Price func(Usage) float64
 	Phase string
+	// Method and Attempt, for a structured reply, are the method asked
+	// (schema, tool, prompt) and the attempt, from 1 over every method: an
+	// attempt after the first is counted as a structured retry.
+	Method  string
+	Attempt int
 	// Skills are the skills loaded now.
 	Skills []string
 	Chat   *ChatRequest
@@ -299,11 +304,16 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	if be := r.meter.check("llm"); be != nil {
 		return nil, nil, Permanent(be)
 	}
-	rec := &LLMCall{Node: r.in.Node, Model: req.Model, Phase: req.Phase, Call: int64(r.Usage().LLMCalls + 1)}
+	rec := &LLMCall{Node: r.in.Node, Model: req.Model, Phase: req.Phase, Call: int64(r.Usage().LLMCalls + 1),
+		Method: req.Method, Attempt: int64(req.Attempt)}
 	if err := r.gateLLM(BeforeLLMCall, rec, req.Skills); err != nil {
 		return nil, nil, err
 	}
-	n, err := r.meter.charge("llm")
+	kind := "llm"
+	if req.Attempt > 1 {
+		kind = "retry"
+	}
+	n, err := r.meter.charge(kind)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -69,17 +69,21 @@ func (e *ToolExecution) vars() map[string]any {
 // call only node, model, phase and call are set) and, without content and
 // tool_calls, one entry of turn_metrics.
 type LLMCall struct {
-	Node              string   `json:"node"`
-	Model             string   `json:"model"`
-	Phase             string   `json:"phase"`
-	Call              int64    `json:"call"`
-	InputTokens       int64    `json:"input_tokens"`
-	OutputTokens      int64    `json:"output_tokens"`
-	CachedInputTokens int64    `json:"cached_input_tokens"`
-	CostUSD           float64  `json:"cost_usd"`
-	LatencyMS         int64    `json:"latency_ms"`
-	Content           string   `json:"content"`
-	ToolCalls         []string `json:"tool_calls"`
+	Node              string  `json:"node"`
+	Model             string  `json:"model"`
+	Phase             string  `json:"phase"`
+	Call              int64   `json:"call"`
+	InputTokens       int64   `json:"input_tokens"`
+	OutputTokens      int64   `json:"output_tokens"`
+	CachedInputTokens int64   `json:"cached_input_tokens"`
+	CostUSD           float64 `json:"cost_usd"`
+	LatencyMS         int64   `json:"latency_ms"`
+	// Method and Attempt say which structured-output method and attempt
+	// the call was ("" and 0 for a call that asked for no structure).
+	Method    string   `json:"method"`
+	Attempt   int64    `json:"attempt"`
+	Content   string   `json:"content"`
+	ToolCalls []string `json:"tool_calls"`
 }
 
 func (c *LLMCall) vars() map[string]any {
@@ -92,7 +96,7 @@ func (c *LLMCall) vars() map[string]any {
 func (c *LLMCall) Metric() map[string]any {
 	return map[string]any{"node": c.Node, "model": c.Model, "phase": c.Phase, "call": c.Call,
 		"input_tokens": c.InputTokens, "output_tokens": c.OutputTokens, "cached_input_tokens": c.CachedInputTokens,
-		"cost_usd": c.CostUSD, "latency_ms": c.LatencyMS}
+		"cost_usd": c.CostUSD, "latency_ms": c.LatencyMS, "method": c.Method, "attempt": c.Attempt}
 }
 
 // AgentInfo is the agent a graph runs for: the rules' `agent`.

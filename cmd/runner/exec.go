@@ -145,6 +145,14 @@ func runOptions(cmd *cobra.Command) runner.RunOptions {
 	return opt
 }
 
+// retries describes the structured retries among a run's LLM calls.
+func retries(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d structured retries)", n)
+}
+
 // report prints the result and turns its status into the exit code.
 func report(cmd *cobra.Command, res *runner.Result) error {
 	out := any(res.State)
@@ -159,8 +167,8 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 	}
 	w := cmd.ErrOrStderr()
 	if u := res.Usage; u.LLMCalls > 0 {
-		fmt.Fprintf(w, "usage: %d LLM calls, %d tokens (%d in, %d cached, %d out), $%.4f; %d tool calls\n",
-			u.LLMCalls, u.Tokens(), u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.CostUSD, u.ToolCalls)
+		fmt.Fprintf(w, "usage: %d LLM calls%s, %d tokens (%d in, %d cached, %d out), $%.4f; %d tool calls\n",
+			u.LLMCalls, retries(u.StructuredRetries), u.Tokens(), u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.CostUSD, u.ToolCalls)
 	}
 	switch res.Status {
 	case runner.StatusCompleted:

@@ -208,7 +208,11 @@ func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []st
 	if res.Error != nil {
 		errText = res.Error.Message
 	}
-	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status, "error": errText}
+	u := res.Usage
+	usage := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cached_input_tokens": u.CachedInputTokens,
+		"cost_usd": u.CostUSD, "llm_calls": int64(u.LLMCalls), "tool_calls": int64(u.ToolCalls), "iterations": int64(u.Iterations),
+		"structured_retries": int64(u.StructuredRetries)}
+	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status, "error": errText, "usage": usage}
 	for i, a := range ex.Assert {
 		ok, err := a.Program.EvalBool(vars)
 		if err != nil || !ok {
