@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/runner-dev/runner/dsl"
@@ -63,9 +64,13 @@ type parallelNode struct {
 }
 
 // Run runs the branches concurrently and joins their updates in branch
-// order through the field reducers. Branches may not pause for a human.
+// order through the field reducers. A branch that pauses for a human does
+// not stop the others: once every branch has completed or paused, the
+// node pauses on all the branches' interrupts, each with its ID; a resume
+// value keyed by IDs answers some of them, any other value all of them.
 func (n *parallelNode) Run(ctx context.Context, in *runner.Input) (runner.Update, error) {
 	results := make([]runner.Update, len(n.branches))
+	paused := make([]*runner.Interrupt, len(n.branches))
 	g, gctx := errgroup.WithContext(ctx)
 	limit := n.limit
 	if limit <= 0 {
@@ -75,6 +80,10 @@ func (n *parallelNode) Run(ctx context.Context, in *runner.Input) (runner.Update
 	for i, ch := range n.branches {
 		g.Go(func() error {
 			upd, err := ch.run(gctx, in, fmt.Sprintf("%s.%d", n.name, i))
+			if intr := (*runner.Interrupt)(nil); errors.As(err, &intr) {
+				paused[i] = intr
+				return nil
+			}
 			if err != nil && !n.cont {
 				return fmt.Errorf("branch %d (%s): %w", i, ch.graph.Name, err)
 			}
@@ -85,7 +94,29 @@ func (n *parallelNode) Run(ctx context.Context, in *runner.Input) (runner.Update
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if intr := n.waiting(paused); intr != nil {
+		return nil, intr
+	}
 	return join(results, n.reducer)
+}
+
+// waiting is the interrupt of the paused branches: nil when none paused,
+// the branch's own when one did, else one that lists them all.
+func (n *parallelNode) waiting(paused []*runner.Interrupt) *runner.Interrupt {
+	var all []*runner.Interrupt
+	for _, p := range paused {
+		if p != nil {
+			all = append(all, p.Leaves()...)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return &runner.Interrupt{Node: n.name, Kind: "several", Pending: all,
+		Message: fmt.Sprintf("%d branches wait for input: resume with {ID: value} for some, or one value for all", len(all))}
 }
 
 // join combines updates in order; a field two updates write is reduced.

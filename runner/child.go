@@ -50,10 +50,18 @@ func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string
 	case err != nil:
 		return nil, err
 	}
-	if last := hist[len(hist)-1]; last.Status == StatusCompleted {
+	switch last := hist[len(hist)-1]; last.Status {
+	case StatusCompleted:
 		return e.finished(ctx, g, thread)
+	case StatusInterrupted:
+		it := pendingInterrupt(last) // History keeps the interrupt
+		v, ok := ValueFor(resume, it)
+		if !ok { // a value for another of the parent's interrupts: still waiting
+			return &Result{Thread: thread, Status: StatusInterrupted, Interrupt: it}, nil
+		}
+		return e.Resume(ctx, g, thread, ResumeOptions{Value: v})
 	}
-	return e.Resume(ctx, g, thread, ResumeOptions{Value: resume})
+	return e.Resume(ctx, g, thread, ResumeOptions{}) // cut short: it goes on
 }
 
 // finished returns the result of a completed thread from its checkpoints.

@@ -41,6 +41,9 @@ func (r *Run) pauseAt(ctx context.Context, state State, cur, next string, intr *
 			return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: pausing: %v", cur, err)})
 		}
 	}
+	if intr.ID == "" { // a child's interrupt keeps the ID its thread gave it
+		intr.ID = interruptID(r.Thread, r.id+1) // the checkpoint that records it
+	}
 	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: next, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr}); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -20,9 +21,59 @@ type Interrupt struct {
 	ResumeSchema map[string]any `json:"resume_schema,omitempty"`
 	// Rule is the require_hitl rule of an approval gate.
 	Rule string `json:"rule,omitempty"`
+	// ID names the interrupt while it is pending (a UUID, stable across
+	// reads and restarts): a resume value may be a map from IDs to values,
+	// to answer some of several interrupts.
+	ID string `json:"id,omitempty"`
+	// Pending lists the interrupts a node waits on at once (its parallel
+	// branches each paused): each has its own ID.
+	Pending []*Interrupt `json:"pending,omitempty"`
 	// Update is written to the state as the thread pauses (the tools node
 	// strips the round that asked for gated calls).
 	Update Update `json:"-"`
+}
+
+// interruptNS is the UUID namespace of interrupt IDs.
+var interruptNS = uuid.MustParse("a3c5f7e1-4b2d-5e8f-9a0b-1c2d3e4f5a6b")
+
+// interruptID is the ID of an interrupt a thread records in checkpoint cp.
+func interruptID(thread string, cp int64) string {
+	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "%s/%d", thread, cp)).String()
+}
+
+// Leaves returns the interrupts that wait for a value: the pending ones of
+// a node that waits on several, else i itself.
+func (i *Interrupt) Leaves() []*Interrupt {
+	if len(i.Pending) > 0 {
+		return i.Pending
+	}
+	return []*Interrupt{i}
+}
+
+// ValueFor picks the resume value meant for interrupt it: from a map keyed
+// by interrupt IDs, its entry (ok false when the map has none for it);
+// any other value is meant for every pending interrupt.
+// An interrupt that waits on several gets the whole map when it names one
+// of them.
+func ValueFor(resume any, it *Interrupt) (any, bool) {
+	m, ok := resume.(map[string]any)
+	if !ok || len(m) == 0 {
+		return resume, true
+	}
+	for k := range m {
+		if uuid.Validate(k) != nil {
+			return resume, true // not keyed by IDs: a value of its own
+		}
+	}
+	if v, ok := m[it.ID]; ok {
+		return v, true
+	}
+	for _, p := range it.Pending {
+		if _, ok := ValueFor(resume, p); ok {
+			return resume, true
+		}
+	}
+	return nil, false
 }
 
 func (i *Interrupt) Error() string {

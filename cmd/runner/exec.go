@@ -174,6 +174,10 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 	case runner.StatusCompleted:
 		return nil
 	case runner.StatusInterrupted:
+		if len(res.Interrupt.Pending) > 0 {
+			reportSeveral(cmd, res)
+			return &exitError{code: exitPaused}
+		}
 		fmt.Fprintf(w, "paused at %s (%s): %s\n", res.Interrupt.Node, res.Interrupt.Kind, res.Interrupt.Message)
 		value := "<json>"
 		if res.Interrupt.Rule != "" { // an approval gate
@@ -197,6 +201,18 @@ func report(cmd *cobra.Command, res *runner.Result) error {
 		return &exitError{code: exitTimedOut, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
+}
+
+// reportSeveral prints the interrupts a run waits on at once, each with
+// its ID, and how to answer one of them or all.
+func reportSeveral(cmd *cobra.Command, res *runner.Result) {
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "paused at %s: %d interrupts wait for input\n", res.Interrupt.Node, len(res.Interrupt.Pending))
+	for _, it := range res.Interrupt.Pending {
+		fmt.Fprintf(w, "  %s  %s (%s): %s\n", it.ID, it.Node, it.Kind, it.Message)
+	}
+	fmt.Fprintf(w, "resume one with: %s --value '{\"%s\": <json>}'\n", resumeCommand(cmd, res.Thread), res.Interrupt.Pending[0].ID)
+	fmt.Fprintln(w, "  (a value that is not keyed by interrupt IDs answers them all)")
 }
 
 // jsonFlag reads a flag holding JSON or @FILE; empty is nil.

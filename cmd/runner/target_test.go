@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -75,5 +76,31 @@ func TestConfigPathsRelativeToFile(t *testing.T) {
 	code, out, errOut := runCLI(t, "graph", "--config", filepath.Join(project, "runner.yaml"), "ops_actions")
 	if code != 0 || !strings.Contains(out, "dry_run") {
 		t.Errorf("graph with --config from elsewhere: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A run whose parallel branches both pause lists each interrupt with its
+// ID; a resume keyed by one ID answers that one, and the other still waits.
+func TestExecSeveralInterrupts(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../builtins/testdata/two_asks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "two.yaml"), string(src))
+	t.Setenv("RUNNER_PATHS", filepath.Join(dir, "two.yaml"))
+	db := "sqlite:" + filepath.Join(dir, "s.db")
+	code, _, errOut := runCLI(t, "exec", "two_asks", "--store", db, "--thread", "tt")
+	ids := regexp.MustCompile(`(?m)^  ([0-9a-f-]{36})  ask \(question\): (colour|size)\?$`).FindAllStringSubmatch(errOut, -1)
+	if code != 3 || len(ids) != 2 || !strings.Contains(errOut, "2 interrupts wait for input") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "exec", "two_asks", "--store", db, "--resume", "tt", "--value", `{"`+ids[0][1]+`": "red"}`)
+	if code != 3 || !strings.Contains(errOut, "size?") || strings.Contains(errOut, "colour?") {
+		t.Fatalf("after one answer: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "exec", "two_asks", "--store", db, "--resume", "tt", "--value", `"large"`)
+	if code != 0 || !strings.Contains(out, `"a": "red"`) || !strings.Contains(out, `"b": "large"`) {
+		t.Fatalf("after both: exit %d\n%s%s", code, out, errOut)
 	}
 }
