@@ -200,23 +200,7 @@ func (e *Engine) Rewind(ctx context.Context, g *Graph, thread string, id int64) 
 	if err != nil {
 		return nil, err
 	}
-	cps, err := e.Store.Load(ctx, thread, id)
-	if err != nil {
-		return nil, err
-	}
-	at := cps[len(cps)-1]
-	state, m, err := rebuild(g, cps)
-	if err != nil {
-		return nil, err
-	}
-	r := e.reopen(g, thread, cps, m) // a step paused or cut short at id goes on from there
-	r.id = newest[len(newest)-1].ID
-	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true,
-		interrupt: pendingInterrupt(at)}
-	if err := r.checkpoint(ctx, rec); err != nil {
-		return nil, err
-	}
-	return e.State(ctx, g, thread, 0)
+	return e.standAt(ctx, g, thread, id, thread, newest[len(newest)-1].ID)
 }
 
 // Fork starts thread to as a copy of thread from at its checkpoint id (0:
@@ -230,6 +214,14 @@ func (e *Engine) Fork(ctx context.Context, g *Graph, from string, id int64, to s
 	if _, err := e.Store.History(ctx, to); err == nil {
 		return nil, fmt.Errorf("%w: thread %s already exists", ErrThreadBusy, to)
 	}
+	return e.standAt(ctx, g, from, id, to, 0)
+}
+
+// standAt writes, after checkpoint last of thread to, a checkpoint that
+// stands where checkpoint id of thread from stood: its state, node, next
+// node, status and pending interrupt (a step it paused or cut short goes
+// on from there).
+func (e *Engine) standAt(ctx context.Context, g *Graph, from string, id int64, to string, last int64) (*ThreadState, error) {
 	cps, err := e.Store.Load(ctx, from, id)
 	if err != nil {
 		return nil, err
@@ -239,8 +231,8 @@ func (e *Engine) Fork(ctx context.Context, g *Graph, from string, id int64, to s
 	if err != nil {
 		return nil, err
 	}
-	r := e.reopen(g, to, cps, m)            // a step paused or cut short goes on in the fork
-	r.id, r.snapSize, r.sinceSnap = 0, 0, 0 // a new thread: its history starts here
+	r := e.reopen(g, to, cps, m)
+	r.id, r.snapSize, r.sinceSnap = last, 0, 0
 	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true, interrupt: pendingInterrupt(at)}
 	if err := r.checkpoint(ctx, rec); err != nil {
 		return nil, err
