@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/runner-dev/runner/server"
 )
 
 // TestLangGraphSDK drives a started `runner serve` with the stock
@@ -30,18 +28,7 @@ func TestLangGraphSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "script.json"), slowScript(t))
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-sdk")+": acme\n")
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
-		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
-	cmd.Dir = "../.."
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	base := serveAddress(t, stderr)
+	_, base := startServe(t, bin, slowScript(t), "sk-sdk")
 	for _, sdk := range []string{"sdk1", "sdk2"} {
 		t.Run(sdk, func(t *testing.T) {
 			node := exec.Command("node", "compat.mjs")

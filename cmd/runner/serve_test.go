@@ -31,18 +31,7 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "script.json"), serveScript)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-test")+": acme\n")
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
-		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
-	cmd.Dir = "../.."
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	base := serveAddress(t, stderr)
+	cmd, base := startServe(t, bin, serveScript, "sk-test")
 
 	call := func(method, path string, body any, status int) *http.Response {
 		t.Helper()
@@ -97,6 +86,26 @@ func TestServe(t *testing.T) {
 }
 
 // serveAddress reads the server's address from its stderr.
+// startServe starts `runner serve` from the repository root on a free
+// port, with an SQLite store, the scripted replies script and one API key
+// (tenant acme); it returns the process, killed when the test ends, and
+// the server's base URL.
+func startServe(t *testing.T, bin, script, key string) (*exec.Cmd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.json"), script)
+	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey(key)+": acme\n")
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
+		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
+	cmd.Dir = "../.."
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, serveAddress(t, stderr)
+}
+
 func serveAddress(t *testing.T, stderr io.Reader) string {
 	t.Helper()
 	found := make(chan string, 1)
