@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -211,5 +212,46 @@ func putOnce(t *testing.T, s store.Store, id int64) {
 		}
 	default:
 		t.Fatalf("after a failed Put(%d) the last id is %d", id, last)
+	}
+}
+
+func TestRunStoreConformance(t *testing.T) {
+	storetest.RunRunStore(t, func(t *testing.T) store.RunStore {
+		return newTestDB(t).open(t).(store.RunStore)
+	})
+}
+
+// TestRunStoreTerminatedConnections ends the store's backends between
+// appends and run changes: each call goes through on a new connection,
+// and the run's events stay numbered 1..n, none lost or doubled.
+func TestRunStoreTerminatedConnections(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t).(store.RunStore)
+	ctx := context.Background()
+	if _, _, err := s.CreateRun(ctx, &store.RunRecord{ID: "r", Thread: "t", Status: store.RunPending}); err != nil {
+		t.Fatal(err)
+	}
+	const appends = 30
+	killed := 0
+	for i := 1; i <= appends; i++ {
+		if i%3 == 0 {
+			killed += db.terminate(t)
+		}
+		if seq, err := s.AppendEvent(ctx, "r", "values", json.RawMessage(`{}`)); err != nil || seq != int64(i) {
+			t.Fatalf("AppendEvent %d = %d, %v", i, seq, err)
+		}
+		if i%5 == 0 {
+			killed += db.terminate(t)
+			if err := s.SetRunStatus(ctx, "r", store.RunRunning); err != nil {
+				t.Fatalf("SetRunStatus after a terminated connection: %v", err)
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	evs, err := s.Events(ctx, "r", 0)
+	if err != nil || len(evs) != appends {
+		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, appends)
 	}
 }
