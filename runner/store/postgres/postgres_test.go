@@ -255,3 +255,25 @@ func TestRunStoreTerminatedConnections(t *testing.T) {
 		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, appends)
 	}
 }
+
+// TestDeletePruneTerminated ends the store's backends before a Prune and
+// a Delete: each goes through on a new connection.
+func TestDeletePruneTerminated(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t)
+	ctx := context.Background()
+	storetest.PutAll(t, s, "t", 5)
+	if db.terminate(t) == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	if n, err := s.Prune(ctx, "t", 4); err != nil || n != 3 {
+		t.Fatalf("Prune after a terminated connection = %d, %v; want 3", n, err)
+	}
+	db.terminate(t)
+	if err := s.Delete(ctx, "t"); err != nil {
+		t.Fatalf("Delete after a terminated connection: %v", err)
+	}
+	if _, err := s.History(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("History after Delete err = %v, want ErrNotFound", err)
+	}
+}
