@@ -21,7 +21,7 @@ const urlEnv = "RUNNER_TEST_POSTGRES"
 
 // serverURL is the URL in urlEnv; without one the test is skipped, or
 // fails under CI, which must run these tests.
-func serverURL(t *testing.T) string {
+func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(urlEnv)
 	switch {
@@ -46,7 +46,7 @@ type testDB struct {
 
 // newTestDB creates a uniquely named schema and a URL whose search_path
 // and application_name are that schema.
-func newTestDB(t *testing.T) *testDB {
+func newTestDB(t testing.TB) *testDB {
 	t.Helper()
 	server := serverURL(t)
 	ctx := context.Background()
@@ -79,7 +79,7 @@ func newTestDB(t *testing.T) *testDB {
 }
 
 // open opens the store in db, closed when the test ends.
-func (db *testDB) open(t *testing.T) store.Store {
+func (db *testDB) open(t testing.TB) store.Store {
 	t.Helper()
 	s, err := Open(db.url)
 	if err != nil {
