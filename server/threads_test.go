@@ -197,7 +197,11 @@ func TestRecovery(t *testing.T) {
 	defer srv.Shutdown(ctx)
 	want := map[string]string{"old": store.RunError, "leased": store.RunRunning, "recent": store.RunRunning}
 	checkRuns(t, rs, want)
-	time.Sleep(3 * ttl)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(ttl / 4) {
+		if r, _ := rs.Run(ctx, "recent"); r.Status == store.RunError {
+			break
+		}
+	}
 	want["recent"] = store.RunError
 	checkRuns(t, rs, want)
 }
