@@ -2,9 +2,15 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -112,7 +118,8 @@ func perStep(b *testing.B, start time.Time) {
 
 // BenchmarkStep measures a node step of the 004 loop: the hand-written
 // baseline, the engine with no store, and the engine checkpointing to each
-// store (every step durable before the next one starts).
+// store (every step durable before the next one starts); PostgreSQL's
+// when RUNNER_TEST_POSTGRES names a server (a schema of its own).
 func BenchmarkStep(b *testing.B) {
 	input := map[string]any{"transaction_id": "txn_1001"}
 	b.Run("baseline-hand-loop", func(b *testing.B) {
@@ -134,6 +141,38 @@ func BenchmarkStep(b *testing.B) {
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) { benchEngine(b, graph004(), st.dsn, input) })
 	}
+	if os.Getenv(postgresEnv) != "" {
+		b.Run("engine-postgres", func(b *testing.B) { benchEngine(b, graph004(), postgresSchema(b), input) })
+	}
+}
+
+// postgresEnv names the variable holding the URL of a PostgreSQL server.
+const postgresEnv = "RUNNER_TEST_POSTGRES"
+
+// postgresSchema returns the URL of a new schema on the server in
+// postgresEnv, dropped when the benchmark ends.
+func postgresSchema(b *testing.B) string {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, os.Getenv(postgresEnv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := "runner_bench_" + strings.ToLower(rand.Text()[:10])
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_, _ = admin.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`)
+		admin.Close(ctx)
+	})
+	u, err := url.Parse(os.Getenv(postgresEnv))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func benchEngine(b *testing.B, g *runner.Graph, dsn string, input map[string]any) {

@@ -182,6 +182,10 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if e.Store == nil {
 		return nil, errors.New("resume needs a store")
 	}
+	// A thread that does not exist is not leased: no lease row is left.
+	if _, err := e.Store.Load(ctx, thread, 0); err != nil {
+		return nil, err
+	}
 	token, release, err := e.lease(ctx, thread)
 	if err != nil {
 		return nil, err

@@ -82,6 +82,20 @@ func TestLeaseOneRunPerThread(t *testing.T) {
 	}
 }
 
+// TestResumeUnknownThread: resuming a thread that does not exist fails
+// without leasing it, so its first lease has token 1.
+func TestResumeUnknownThread(t *testing.T) {
+	st := newStore(t)
+	_, err := (&runner.Engine{Store: st}).Resume(context.Background(), workGraph("finish"), "nope", runner.ResumeOptions{})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Resume of an unknown thread: err = %v, want store.ErrNotFound", err)
+	}
+	l, err := st.Acquire(context.Background(), "nope", "a", time.Minute)
+	if err != nil || l.Token != 1 {
+		t.Errorf("Acquire after the Resume = %+v, %v; want token 1: the Resume left a lease behind", l, err)
+	}
+}
+
 // leaseEnv names the database of a TestHelperLeaseResume child and what
 // its node does (workGraph's mode).
 const (

@@ -75,7 +75,7 @@ func (s *Server) execute(l *liveRun) {
 		limited.MaxSteps = c.RecursionLimit
 		g = &limited
 	}
-	e := &runner.Engine{Store: s.cfg.Store, Sink: s.sink(l), Tenant: l.rec.Tenant}
+	e := &runner.Engine{Store: s.cfg.Store, Sink: s.sink(l), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
 	res, err := s.drive(ctx, e, g, l)
 	status := store.RunError
 	switch {

@@ -19,7 +19,7 @@ func (s *Server) threadRun(r *http.Request) (*store.RunRecord, error) {
 	if err != nil || rec.Thread != thread {
 		return nil, problemf(http.StatusNotFound, "thread %s has no run %q", thread, r.PathValue("run"))
 	}
-	return rec, nil
+	return s.reap(r.Context(), rec)
 }
 
 // listRuns lists a thread's runs, newest first (limit, offset, status).
@@ -31,6 +31,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := s.runs.Runs(r.Context(), thread)
 	if err != nil {
 		return err
+	}
+	for i := range runs {
+		rec, err := s.reap(r.Context(), &runs[i])
+		if err != nil {
+			return err
+		}
+		runs[i] = *rec
 	}
 	status := r.URL.Query().Get("status")
 	out := []map[string]any{}

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -27,8 +26,14 @@ type Config struct {
 	// Graphs are the assistants, by name (an agent's or a pipeline's).
 	Graphs map[string]*runner.Graph
 	// Store keeps checkpoints; it must be a store.RunStore too, which
-	// keeps thread records, runs and their events.
+	// keeps thread records, runs and their events. Several servers may
+	// share a store (PostgreSQL): each runs the runs it admitted, and
+	// marks error the runs a stopped one left (see reap.go).
 	Store store.Store
+	// LeaseTTL is how long a run holds its thread without renewing its
+	// lease (default runner.DefaultLeaseTTL): a run a stopped server left
+	// is marked error, and its thread resumable, that long after.
+	LeaseTTL time.Duration
 	// APIKeys maps the hex SHA-256 hash of each API key to its tenant.
 	APIKeys map[string]string
 	// NoAuth serves every request without a key, for the default tenant
@@ -59,6 +64,8 @@ type Server struct {
 	ctx    context.Context // runs' context, cancelled by Shutdown
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	owner  string        // the server as the owner of the leases it reaps under
+	swept  chan struct{} // closed when the sweep of ghost runs has stopped
 
 	mu      sync.Mutex
 	closing bool
@@ -80,8 +87,9 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// New returns a server of cfg. Runs a previous process left pending or
-// running are marked error: nothing runs them any more.
+// New returns a server of cfg. Runs a stopped server left pending or
+// running are marked error once their thread's lease has expired: nothing
+// runs them any more.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	rs, ok := cfg.Store.(store.RunStore)
 	if !ok {
@@ -100,35 +108,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
-		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{}}
+		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
+		owner: reaperOwner(), swept: make(chan struct{})}
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if err := s.recoverRuns(ctx); err != nil {
+	if err := s.reapAll(ctx); err != nil {
 		return nil, err
 	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go s.sweep()
 	s.mux = s.routes()
 	return s, nil
-}
-
-// recoverRuns marks the runs a crashed process left pending or running
-// as failed, with an error event and the end of their stream.
-func (s *Server) recoverRuns(ctx context.Context) error {
-	stale, err := s.runs.RunsWithStatus(ctx, store.RunPending, store.RunRunning)
-	if err != nil {
-		return fmt.Errorf("server: recovering runs: %w", err)
-	}
-	for _, r := range stale {
-		msg := fmt.Sprintf("run %s was %s when its server stopped; its thread resumes from its last checkpoint", r.ID, r.Status)
-		s.append(ctx, r.ID, "error", errorBody("server_restart", msg))
-		s.append(ctx, r.ID, "end", nil)
-		if err := s.runs.SetRunStatus(ctx, r.ID, store.RunError); err != nil {
-			return fmt.Errorf("server: recovering run %s: %w", r.ID, err)
-		}
-		s.cfg.Log.Warn("run left by a previous process marked error", "run", r.ID, "thread", r.Thread)
-	}
-	return nil
 }
 
 // ServeHTTP serves the API.
@@ -152,6 +143,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		<-done
 	}
 	s.cancel()
+	<-s.swept
 	s.dropQueued()
 }
 

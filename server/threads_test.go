@@ -162,28 +162,61 @@ func TestHeartbeat(t *testing.T) {
 	e.waitStatus(id, runs[0].(map[string]any)["run_id"].(string), "interrupted")
 }
 
-// TestRecovery: a run a crashed process left running is marked error on
-// startup, its stream ended.
+// TestRecovery: a run a stopped server left running is marked error, its
+// stream ended, once it has not changed for a lease TTL and its thread is
+// not leased: on startup, then by the sweep; a run whose thread a live
+// run leases is left alone.
 func TestRecovery(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	st, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer st.Close()
 	rs := st.(store.RunStore)
 	ctx := context.Background()
-	if _, _, err := rs.CreateRun(ctx, &store.RunRecord{ID: "r1", Thread: "t", Assistant: "slow", Status: store.RunRunning}); err != nil {
+	const ttl = 200 * time.Millisecond
+	old := time.Now().Add(-time.Hour)
+	for _, r := range []*store.RunRecord{
+		{ID: "old", Thread: "t1", CreatedAt: old},
+		{ID: "leased", Thread: "t2", CreatedAt: old},
+		{ID: "recent", Thread: "t3"},
+	} {
+		r.Assistant, r.Status = "slow", store.RunRunning
+		if _, _, err := rs.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Acquire(ctx, "t2", "a live server", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.New(ctx, server.Config{Store: st, NoAuth: true, Graphs: map[string]*runner.Graph{}}); err != nil {
+	srv, err := server.New(ctx, server.Config{Store: st, NoAuth: true, Graphs: map[string]*runner.Graph{}, LeaseTTL: ttl})
+	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := rs.Run(ctx, "r1")
-	evs, _ := rs.Events(ctx, "r1", 0)
-	if r.Status != store.RunError || len(evs) != 2 || evs[1].Event != "end" {
-		t.Errorf("recovered run %s with events %v", r.Status, evs)
+	defer srv.Shutdown(ctx)
+	want := map[string]string{"old": store.RunError, "leased": store.RunRunning, "recent": store.RunRunning}
+	checkRuns(t, rs, want)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(ttl / 4) {
+		if r, _ := rs.Run(ctx, "recent"); r.Status == store.RunError {
+			break
+		}
 	}
-	st.Close()
+	want["recent"] = store.RunError
+	checkRuns(t, rs, want)
+}
+
+// checkRuns checks the status of runs, and that the stream of each
+// marked error has an error event and its end.
+func checkRuns(t *testing.T, rs store.RunStore, want map[string]string) {
+	t.Helper()
+	for id, status := range want {
+		r, _ := rs.Run(context.Background(), id)
+		evs, _ := rs.Events(context.Background(), id, 0)
+		if r.Status != status || status == store.RunError && (len(evs) != 2 || evs[1].Event != "end") {
+			t.Errorf("run %s is %s with events %v, want %s", id, r.Status, evs, status)
+		}
+	}
 }
 
 // TestCORS: a configured origin gets CORS headers exposing the run's

@@ -41,7 +41,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	}
 	f := cmd.Flags()
 	f.String("addr", "127.0.0.1:2024", "address to listen on")
-	f.String("store", defaultStore, "checkpoint store: sqlite:PATH or memory:")
+	f.String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB (shared by replicas) or memory:")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	f.String("api-keys", "", "YAML file mapping API key SHA-256 hashes to tenants")
 	f.Bool("no-auth", false, "serve without API keys, for the default tenant (local development only)")
@@ -78,7 +78,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth,
-		CORSOrigins: origins, Version: version(), Log: log})
+		CORSOrigins: origins, Version: version(), Log: log, LeaseTTL: cfg.LeaseTTL})
 	if err != nil {
 		return usageErr(err)
 	}

@@ -174,6 +174,9 @@ func (m *memory) Renew(_ context.Context, l Lease, ttl time.Duration) (Lease, er
 	if !ok || cur.Token != l.Token {
 		return Lease{}, LostError(l, cur.Owner)
 	}
+	if cur.Expires.IsZero() {
+		return Lease{}, ReleasedError(l)
+	}
 	cur.Expires = time.Now().Add(ttl).UTC()
 	m.leases[l.Thread] = cur
 	return cur, nil

@@ -123,8 +123,8 @@ type Store interface {
 	// Many acquirers at once: exactly one wins.
 	Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (Lease, error)
 	// Renew extends l to ttl from now, if l's token is still the
-	// thread's (even after it expired, as long as no one took it over);
-	// else ErrLeased.
+	// thread's (even after it expired, as long as no one took it over)
+	// and l was not ended by Release or Delete; else ErrLeased.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
 	// Release ends l, so the thread can be acquired at once; ErrLeased
 	// if l was taken over.
@@ -193,6 +193,12 @@ func LostError(l Lease, owner string) error {
 	}
 	return fmt.Errorf("store: thread %q: lease %d of %s was taken over by %s: %w",
 		l.Thread, l.Token, l.Owner, owner, ErrLeased)
+}
+
+// ReleasedError is the error for a Renew of l after l was released (by
+// Release, or by a Delete of its thread): a released lease stays ended.
+func ReleasedError(l Lease) error {
+	return fmt.Errorf("store: thread %q: lease %d of %s was released: %w", l.Thread, l.Token, l.Owner, ErrLeased)
 }
 
 // FencedError is the error for a Put of cp under a lease older than the

@@ -31,9 +31,10 @@ RETURNING token, expires_at`
 const pgHolder = `SELECT owner, token, expires_at FROM leases WHERE thread = $1`
 
 // pgExpire sets the expiry of lease $2 of thread $1 to $3 nanoseconds
-// from now, or to 0 (released) when $3 is NULL, if the lease is current.
+// from now, or to 0 (released) when $3 is NULL, if the lease is current
+// and, when renewing, not released.
 const pgExpire = `UPDATE leases SET expires_at = coalesce(` + pgNow + ` + $3, 0)
-WHERE thread = $1 AND token = $2 RETURNING expires_at`
+WHERE thread = $1 AND token = $2 AND ($3::bigint IS NULL OR expires_at > 0) RETURNING expires_at`
 
 func (s *pgStore) Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (store.Lease, error) {
 	if err := store.CheckLease(thread, owner, ttl); err != nil {
@@ -84,17 +85,20 @@ func (s *pgStore) Release(ctx context.Context, l store.Lease) error {
 }
 
 // expire runs pgExpire for l, once more if the connection was lost; if l
-// is no longer the thread's lease it returns the store.ErrLeased naming
-// who took it over.
+// is no longer the thread's lease, or was released, it returns the
+// store.ErrLeased naming who took it over or saying it was released.
 func (s *pgStore) expire(ctx context.Context, l store.Lease, ttl *int64) (int64, error) {
 	var expires int64
 	err := retry(ctx, func() error {
 		return s.pool.QueryRow(ctx, pgExpire, l.Thread, l.Token, ttl).Scan(&expires)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		owner, _, _, herr := s.holder(ctx, l.Thread)
+		owner, token, _, herr := s.holder(ctx, l.Thread)
 		if herr != nil {
 			return 0, fmt.Errorf("store: lease of thread %q: %w", l.Thread, herr)
+		}
+		if token == l.Token {
+			return 0, store.ReleasedError(l)
 		}
 		return 0, store.LostError(l, owner)
 	}

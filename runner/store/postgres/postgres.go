@@ -275,18 +275,29 @@ const (
 	pgEndLeases         = `UPDATE leases SET expires_at = 0 WHERE thread = $1 OR left(thread, length($1) + 1) = $1 || '/'`
 )
 
+// Delete runs in one transaction, once more if the connection was lost;
+// a retry that finds the thread gone succeeds, as the lost attempt
+// committed.
 func (s *pgStore) Delete(ctx context.Context, thread string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := exists(ctx, tx, thread); err != nil {
-			return err
-		}
-		for _, q := range []string{pgDeleteCheckpoints, pgDeleteThreads, pgEndLeases} {
-			if _, err := tx.Exec(ctx, q, thread); err != nil {
+	del := func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := exists(ctx, tx, thread); err != nil {
 				return err
 			}
+			for _, q := range []string{pgDeleteCheckpoints, pgDeleteThreads, pgEndLeases} {
+				if _, err := tx.Exec(ctx, q, thread); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := del()
+	if err != nil && ctx.Err() == nil && lostConn(err) {
+		if err = del(); errors.Is(err, store.ErrNotFound) {
+			return nil
 		}
-		return nil
-	})
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		err = fmt.Errorf("store: delete: thread %q: %w", thread, err)
 	}
@@ -309,15 +320,19 @@ func exists(ctx context.Context, tx pgx.Tx, thread string) error {
 const pgPrune = `DELETE FROM checkpoints WHERE thread = $1
 AND id < least($2, (SELECT max(id) FROM checkpoints WHERE thread = $1))`
 
+// Prune runs in one transaction, once more if the connection was lost
+// (then the count is the retry's: 0 if the lost attempt committed).
 func (s *pgStore) Prune(ctx context.Context, thread string, keepFrom int64) (int, error) {
 	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := exists(ctx, tx, thread); err != nil {
+	err := retry(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := exists(ctx, tx, thread); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, pgPrune, thread, keepFrom)
+			n = tag.RowsAffected()
 			return err
-		}
-		tag, err := tx.Exec(ctx, pgPrune, thread, keepFrom)
-		n = tag.RowsAffected()
-		return err
+		})
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		err = fmt.Errorf("store: prune: thread %q: %w", thread, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -20,7 +21,7 @@ const urlEnv = "RUNNER_TEST_POSTGRES"
 
 // serverURL is the URL in urlEnv; without one the test is skipped, or
 // fails under CI, which must run these tests.
-func serverURL(t *testing.T) string {
+func serverURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv(urlEnv)
 	switch {
@@ -45,7 +46,7 @@ type testDB struct {
 
 // newTestDB creates a uniquely named schema and a URL whose search_path
 // and application_name are that schema.
-func newTestDB(t *testing.T) *testDB {
+func newTestDB(t testing.TB) *testDB {
 	t.Helper()
 	server := serverURL(t)
 	ctx := context.Background()
@@ -78,7 +79,7 @@ func newTestDB(t *testing.T) *testDB {
 }
 
 // open opens the store in db, closed when the test ends.
-func (db *testDB) open(t *testing.T) store.Store {
+func (db *testDB) open(t testing.TB) store.Store {
 	t.Helper()
 	s, err := Open(db.url)
 	if err != nil {
@@ -211,5 +212,68 @@ func putOnce(t *testing.T, s store.Store, id int64) {
 		}
 	default:
 		t.Fatalf("after a failed Put(%d) the last id is %d", id, last)
+	}
+}
+
+func TestRunStoreConformance(t *testing.T) {
+	storetest.RunRunStore(t, func(t *testing.T) store.RunStore {
+		return newTestDB(t).open(t).(store.RunStore)
+	})
+}
+
+// TestRunStoreTerminatedConnections ends the store's backends between
+// appends and run changes: each call goes through on a new connection,
+// and the run's events stay numbered 1..n, none lost or doubled.
+func TestRunStoreTerminatedConnections(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t).(store.RunStore)
+	ctx := context.Background()
+	if _, _, err := s.CreateRun(ctx, &store.RunRecord{ID: "r", Thread: "t", Status: store.RunPending}); err != nil {
+		t.Fatal(err)
+	}
+	const appends = 30
+	killed := 0
+	for i := 1; i <= appends; i++ {
+		if i%3 == 0 {
+			killed += db.terminate(t)
+		}
+		if seq, err := s.AppendEvent(ctx, "r", "values", json.RawMessage(`{}`)); err != nil || seq != int64(i) {
+			t.Fatalf("AppendEvent %d = %d, %v", i, seq, err)
+		}
+		if i%5 == 0 {
+			killed += db.terminate(t)
+			if err := s.SetRunStatus(ctx, "r", store.RunRunning); err != nil {
+				t.Fatalf("SetRunStatus after a terminated connection: %v", err)
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	evs, err := s.Events(ctx, "r", 0)
+	if err != nil || len(evs) != appends {
+		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, appends)
+	}
+}
+
+// TestDeletePruneTerminated ends the store's backends before a Prune and
+// a Delete: each goes through on a new connection.
+func TestDeletePruneTerminated(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t)
+	ctx := context.Background()
+	storetest.PutAll(t, s, "t", 5)
+	if db.terminate(t) == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	if n, err := s.Prune(ctx, "t", 4); err != nil || n != 3 {
+		t.Fatalf("Prune after a terminated connection = %d, %v; want 3", n, err)
+	}
+	db.terminate(t)
+	if err := s.Delete(ctx, "t"); err != nil {
+		t.Fatalf("Delete after a terminated connection: %v", err)
+	}
+	if _, err := s.History(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("History after Delete err = %v, want ErrNotFound", err)
 	}
 }

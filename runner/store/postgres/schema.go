@@ -20,6 +20,10 @@ import (
 // microseconds).
 //
 // Version 2: leases holds each leased thread's owner, token and expiry.
+//
+// Version 3: the API server's thread records, runs and each run's event
+// log (runs.go); runs.last_seq numbers a run's events, its row lock
+// serializing concurrent appends.
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -56,7 +60,7 @@ CREATE TABLE leases (
 	token      bigint NOT NULL,
 	expires_at bigint NOT NULL
 );
-`}
+`, pgRunsSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -23,8 +23,9 @@ RETURNING token`
 // sqliteHolder is the owner, token and expiry of thread ?1's lease.
 const sqliteHolder = `SELECT owner, token, expires_at FROM leases WHERE thread = ?1`
 
-// sqliteRenew sets the expiry of lease ?2 of thread ?1 to ?3, if current.
-const sqliteRenew = `UPDATE leases SET expires_at = ?3 WHERE thread = ?1 AND token = ?2`
+// sqliteRenew sets the expiry of lease ?2 of thread ?1 to ?3 if current,
+// and not released when renewing (?3 > 0).
+const sqliteRenew = `UPDATE leases SET expires_at = ?3 WHERE thread = ?1 AND token = ?2 AND (?3 = 0 OR expires_at > 0)`
 
 func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (store.Lease, error) {
 	if err := store.CheckLease(thread, owner, ttl); err != nil {
@@ -84,9 +85,12 @@ func (s *sqliteStore) setExpiry(ctx context.Context, l store.Lease, expires int6
 	if n == 1 {
 		return nil
 	}
-	owner, _, _, err := s.holder(ctx, l.Thread)
+	owner, token, _, err := s.holder(ctx, l.Thread)
 	if err != nil {
 		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, err)
+	}
+	if token == l.Token {
+		return store.ReleasedError(l)
 	}
 	return store.LostError(l, owner)
 }

@@ -22,6 +22,7 @@ var leaseCases = []struct {
 	{"an expired lease is taken over with a higher token", testLeaseExpiry},
 	{"renew extends a lease until it is taken over", testRenew},
 	{"release frees the thread at once", testRelease},
+	{"a released lease is not renewed", testRenewReleased},
 	{"put under a lease taken over is fenced", testFencedPut},
 	{"concurrent acquirers: one wins", testConcurrentAcquire},
 	{"delete ends the leases; tokens go on", testDeleteLeases},
@@ -120,6 +121,31 @@ func testRelease(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Renew(ctx, a, time.Minute); !errors.Is(err, store.ErrLeased) {
 		t.Errorf("Renew of a released lease: err = %v, want store.ErrLeased", err)
+	}
+}
+
+func testRenewReleased(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	PutAll(t, s, "t", 1)
+	for _, end := range []struct {
+		name string
+		f    func(store.Lease) error
+	}{
+		{"Release", func(l store.Lease) error { return s.Release(ctx, l) }},
+		{"Delete", func(store.Lease) error { return s.Delete(ctx, "t") }},
+	} {
+		a := acquire(t, s, "t", "a", time.Minute)
+		if err := end.f(a); err != nil {
+			t.Fatalf("%s: %v", end.name, err)
+		}
+		_, err := s.Renew(ctx, a, time.Minute)
+		if !errors.Is(err, store.ErrLeased) || !strings.Contains(err.Error(), "released") {
+			t.Errorf("Renew after %s: err = %v, want store.ErrLeased saying the lease was released", end.name, err)
+		}
+		b := acquire(t, s, "t", "b", time.Minute) // the Renew did not bring a back
+		if err := s.Release(ctx, b); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
 	}
 }
 
