@@ -52,7 +52,7 @@ func newMetrics(st store.Store) *metrics {
 		prometheus.ExponentialBuckets(0.01, 4, 10), "assistant", "pipeline", "status")
 	m.nodeDuration = histogram("runner_node_duration_seconds", "Wall time of a node's step.",
 		prometheus.ExponentialBuckets(0.001, 4, 10), "pipeline", "node")
-	m.toolCalls = counter("runner_tool_calls_total", "Tool calls made, by tool and status (SUCCESS, FAILED, TIMED_OUT, DENIED).", "tool", "status")
+	m.toolCalls = counter("runner_tool_calls_total", "Tool calls made, by tool and status (SUCCESS, FAILED, TIMED_OUT).", "tool", "status")
 	m.modelCalls = counter("runner_model_calls_total", "Model calls made, by model and status (ok, error).", "model", "status")
 	m.tokens = counter("runner_model_tokens_total", "Tokens of model calls, by model and direction (input, output).", "model", "direction")
 	m.cost = counter("runner_model_cost_usd_total", "Cost of model calls in US dollars, by model.", "model")
