@@ -182,7 +182,8 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 	}
 	r.setState(o.state)
 	if r.engine.Sink != nil {
-		r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err)})
+		r.emit(EventToolResult, r.in.Node, map[string]any{"tool": c.info.Name, "id": c.info.ID, "output": o.Exec.Output, "error": errString(o.Err),
+			"status": o.Exec.Status, "duration_ms": o.Exec.ExecutionTimeMS})
 	}
 	o, err := r.after(c, o)
 	if err == nil && (e != nil || c.req.Spec.Mutating) {
@@ -324,12 +325,14 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	}
 	start := r.now()
 	resp, err := r.chat(ctx, req.Provider, req.Chat)
+	rec.LatencyMS = r.now().Sub(start).Milliseconds()
 	if err != nil {
+		r.llmResult(rec, err)
 		return nil, nil, err
 	}
-	rec.LatencyMS = r.now().Sub(start).Milliseconds()
 	rec.InputTokens, rec.OutputTokens, rec.CachedInputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.CachedInputTokens
 	rec.CostUSD = req.Price(resp.Usage)
+	r.llmResult(rec, nil)
 	rec.Content = resp.Message.Content
 	for _, tc := range resp.Message.ToolCalls {
 		rec.ToolCalls = append(rec.ToolCalls, tc.Name)
@@ -340,6 +343,16 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 		return nil, nil, err
 	}
 	return resp, rec, nil
+}
+
+// llmResult emits the llm_result event of a model call: its record
+// (usage, cost, latency) and its error.
+func (r *Run) llmResult(rec *LLMCall, err error) {
+	if r.engine.Sink != nil {
+		d := rec.Metric()
+		d["error"] = errString(err)
+		r.emit(EventLLMResult, r.in.Node, d)
+	}
 }
 
 // chat asks the provider, with the graph's secrets kept out of the

@@ -10,6 +10,7 @@ const (
 	EventNodeEnd    = "node_end"
 	EventLLMToken   = "llm_token"
 	EventLLMCall    = "llm_call"
+	EventLLMResult  = "llm_result" // the call's record (LLMCall.Metric), or its error
 	EventToolCall   = "tool_call"
 	EventToolResult = "tool_result"
 	EventRule       = "rule" // a rule fired, or a reviewer decided

@@ -34,6 +34,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeProblem(w, problemf(http.StatusUnauthorized, "a valid API key is required (x-api-key header or Authorization: Bearer)"))
 			return
 		}
+		noteTenant(r.Context(), tenant)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
 }

@@ -75,7 +75,7 @@ func (s *Server) execute(l *liveRun) {
 		limited.MaxSteps = c.RecursionLimit
 		g = &limited
 	}
-	e := &runner.Engine{Store: s.cfg.Store, Sink: s.sink(l), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
+	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
 	res, err := s.drive(ctx, e, g, l)
 	status := store.RunError
 	switch {
@@ -167,6 +167,7 @@ func (s *Server) finish(l *liveRun, status string) {
 	if err := s.runs.SetRunStatus(context.WithoutCancel(l.ctx), l.rec.ID, status); err != nil {
 		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
 	}
+	s.ended(l, status)
 	s.emit(l, "end", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -26,6 +26,7 @@ type liveRun struct {
 	mu    sync.Mutex
 	wake  chan struct{} // closed and replaced when an event is appended
 	final any           // what runs/wait and join return
+	watch *watch        // its observation, once it started
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {

@@ -2,7 +2,7 @@ package server
 
 import "net/http"
 
-// routes maps the API's endpoints; health and info need no key.
+// routes maps the API's endpoints; health, info and metrics need no key.
 func (s *Server) routes() *http.ServeMux {
 	api := http.NewServeMux()
 	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
@@ -38,6 +38,8 @@ func (s *Server) routes() *http.ServeMux {
 	handle("GET /threads/{thread}/runs/{run}/join", s.joinRun)
 	handle("GET /threads/{thread}/runs/{run}/stream", s.joinStream)
 	handle("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun)
+	handle("POST /execute", s.executeAgent)
+	handle("GET /conversations/{id}/stream", s.conversationStream)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -47,9 +49,12 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /healthz", s.ok)
 	mux.HandleFunc("GET /readyz", s.ready)
 	mux.HandleFunc("GET /info", s.info)
+	if !s.cfg.OwnMetricsListener {
+		mux.Handle("GET /metrics", s.metrics.handler())
+	}
 	mux.Handle("/", s.authenticate(s.limitBody(api)))
 	outer := http.NewServeMux()
-	outer.Handle("/", s.cors(mux))
+	outer.Handle("/", s.logRequests(s.cors(mux)))
 	return outer
 }
 

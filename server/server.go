@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -46,10 +47,20 @@ type Config struct {
 	// (default 5s); MaxBody limits request bodies (default 1 MiB).
 	Heartbeat time.Duration
 	MaxBody   int64
+	// MaxStream is the longest a stream stays open (default 1h): it then
+	// ends with an error event, and the client rejoins with Last-Event-ID.
+	MaxStream time.Duration
 	// Version is reported by GET /info.
 	Version string
-	// Log receives the server's own messages (default slog.Default()).
+	// Log receives the server's own messages, its request log and its
+	// runs' starts and ends (default slog.Default()).
 	Log *slog.Logger
+	// TracerProvider, when set, receives a span per run, node, tool call,
+	// model call and approval gate.
+	TracerProvider trace.TracerProvider
+	// OwnMetricsListener leaves GET /metrics off the API's handler: the
+	// caller serves MetricsHandler on a listener of its own.
+	OwnMetricsListener bool
 }
 
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
@@ -73,6 +84,10 @@ type Server struct {
 	active  map[string]*liveRun   // thread id → its running run
 	queued  map[string][]*liveRun // thread id → its pending runs, in order
 	stateMu sync.Mutex            // serializes state edits with run starts
+
+	metrics *metrics
+	tracing *tracing
+	convs   *convHub
 }
 
 // assistantNS is the namespace of assistant ids: uuid5(assistantNS, name).
@@ -104,12 +119,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
+	if cfg.MaxStream <= 0 {
+		cfg.MaxStream = time.Hour
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
-		owner: reaperOwner(), swept: make(chan struct{})}
+		owner: reaperOwner(), swept: make(chan struct{}),
+		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub()}
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}
@@ -126,6 +145,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
+
+// MetricsHandler serves the server's metrics in the Prometheus text
+// format (GET /metrics on the API's handler too, unless
+// Config.OwnMetricsListener).
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
 
 // Shutdown refuses new runs, waits for running ones to end until ctx is
 // done, then cancels them (each stops at its node, resumable) and waits

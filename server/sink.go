@@ -6,7 +6,7 @@ import (
 
 // known are the runtime's own event types; a node's others are custom.
 var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: true, runner.EventNodeEnd: true,
-	runner.EventLLMToken: true, runner.EventLLMCall: true, runner.EventToolCall: true, runner.EventToolResult: true,
+	runner.EventLLMToken: true, runner.EventLLMCall: true, runner.EventLLMResult: true, runner.EventToolCall: true, runner.EventToolResult: true,
 	runner.EventRule: true, runner.EventInterrupt: true, runner.EventCheckpoint: true, runner.EventError: true, runner.EventDone: true}
 
 // sink turns the engine's events into the stream modes the run asked for:

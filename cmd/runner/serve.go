@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -47,6 +46,9 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.Bool("no-auth", false, "serve without API keys, for the default tenant (local development only)")
 	f.StringSlice("cors-origin", nil, "allow browsers from this origin (repeatable; * for any)")
 	f.Duration("grace", 10*time.Second, "on shutdown, how long running runs may go on before they are cancelled")
+	f.Duration("max-stream", time.Hour, "the longest a stream stays open; it then ends with an error event, and the client rejoins with Last-Event-ID")
+	f.String("log-format", "json", "log format: json (one JSON object a line) or text")
+	f.String("metrics-addr", "", "serve GET /metrics on this address only, not on --addr (keep it off public networks either way)")
 	return cmd
 }
 
@@ -69,7 +71,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(err)
 	}
 	defer st.Close()
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	format, _ := cmd.Flags().GetString("log-format")
+	log, err := newLogger(cmd.ErrOrStderr(), format)
+	if err != nil {
+		return usageErr(err)
+	}
 	noAuth, _ := cmd.Flags().GetBool("no-auth")
 	if noAuth {
 		log.Warn("serving WITHOUT authentication (--no-auth): anyone who reaches the address can run every agent; for local development only")
@@ -77,12 +83,55 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	origins, _ := cmd.Flags().GetStringSlice("cors-origin")
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.New(ctx, server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth,
-		CORSOrigins: origins, Version: version(), Log: log, LeaseTTL: cfg.LeaseTTL})
+	tp, err := tracerProvider(ctx)
 	if err != nil {
 		return usageErr(err)
 	}
+	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
+		LeaseTTL: cfg.LeaseTTL}
+	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
+	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
+	scfg.OwnMetricsListener = metricsAddr != ""
+	if tp != nil {
+		scfg.TracerProvider = tp
+		defer shutdownTracing(cmd, tp)
+	}
+	srv, err := server.New(ctx, scfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	if metricsAddr != "" {
+		stopMetrics, err := serveMetrics(cmd, metricsAddr, srv.MetricsHandler())
+		if err != nil {
+			return usageErr(err)
+		}
+		defer stopMetrics()
+	}
 	return listen(ctx, cmd, srv, len(graphs))
+}
+
+// shutdownTracing flushes the spans the provider holds, for at most 5 s.
+func shutdownTracing(cmd *cobra.Command, tp interface{ Shutdown(context.Context) error }) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runner: flushing traces: %v\n", err)
+	}
+}
+
+// serveMetrics serves GET /metrics on a listener of its own; the returned
+// function closes it.
+func serveMetrics(cmd *cobra.Command, addr string, h http.Handler) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	fmt.Fprintf(cmd.ErrOrStderr(), "runner: metrics at http://%s/metrics\n", ln.Addr())
+	return func() { _ = hs.Close() }, nil
 }
 
 // listen serves srv until ctx ends, then shuts down: no new connections

@@ -1,0 +1,67 @@
+package server_test
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestApprovalForms resumes rule_37's require_hitl gate on create_entity
+// through command.resume with each decision of both forms reviewer UIs
+// send: LangChain v1's {decisions: [...]} and Agent Inbox's {type, args}.
+// An approved call runs (with the edited args when edited), a rejected
+// one does not, a response stands for its result.
+func TestApprovalForms(t *testing.T) {
+	edited := map[string]any{"name": "Mitchell Ranch 4H", "entity_type": "well", "api_number": "42-329-12400"}
+	cases := []struct {
+		name   string
+		resume any
+		status string // of the create_entity record
+		args   string // the name it ran with
+	}{
+		{"langchain approve", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}, "SUCCESS", "Mitchell Ranch 3H"},
+		{"langchain edit", map[string]any{"decisions": []any{map[string]any{"type": "edit",
+			"edited_action": map[string]any{"name": "create_entity", "args": edited}}}}, "SUCCESS", "Mitchell Ranch 4H"},
+		{"langchain reject", map[string]any{"decisions": []any{map[string]any{"type": "reject", "message": "not this lease"}}}, "DENIED", ""},
+		{"langchain respond", map[string]any{"decisions": []any{map[string]any{"type": "respond", "message": "exists already"}}}, "ANSWERED", ""},
+		{"inbox accept", map[string]any{"type": "accept", "args": nil}, "SUCCESS", "Mitchell Ranch 3H"},
+		{"inbox edit", map[string]any{"type": "edit", "args": map[string]any{"action": "create_entity", "args": edited}}, "SUCCESS", "Mitchell Ranch 4H"},
+		{"inbox ignore", map[string]any{"type": "ignore", "args": nil}, "DENIED", ""},
+		{"inbox response", []any{map[string]any{"type": "response", "args": "exists already"}}, "ANSWERED", ""},
+	}
+	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}))
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.t = t
+			thread := fmt.Sprintf("conv-%d", i)
+			e.call("POST", "/threads", map[string]any{"thread_id": thread}, 200)
+			paused := e.call("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "rule_37",
+				"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}}}, 200)
+			if paused["__interrupt__"] == nil {
+				t.Fatalf("no approval gate: %v", paused)
+			}
+			out := e.call("POST", "/threads/"+thread+"/runs/wait", map[string]any{"assistant_id": "rule_37",
+				"command": map[string]any{"resume": c.resume}}, 200)
+			if out["__error__"] != nil || out["__interrupt__"] != nil {
+				t.Fatalf("resumed: %v", out)
+			}
+			rec := createRecord(out)
+			if rec == nil || rec["status"] != c.status {
+				t.Fatalf("create_entity record %v, want status %s", rec, c.status)
+			}
+			if c.args != "" && rec["input"].(map[string]any)["name"] != c.args {
+				t.Errorf("create_entity ran with %v, want name %s", rec["input"], c.args)
+			}
+		})
+	}
+}
+
+// createRecord is the create_entity record of a run's tool_results.
+func createRecord(values map[string]any) map[string]any {
+	recs, _ := values["tool_results"].([]any)
+	for _, r := range recs {
+		if m, ok := r.(map[string]any); ok && m["tool_name"] == "create_entity" {
+			return m
+		}
+	}
+	return nil
+}

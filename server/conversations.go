@@ -1,0 +1,346 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+)
+
+// Seed 000's own endpoints, beside the LangGraph API: POST /execute runs
+// an agent on a conversation (a thread) and answers with its final state;
+// GET /conversations/{id}/stream streams a conversation's execution node
+// by node (node_end events, then done).
+
+// convEvent is one event of a conversation stream.
+type convEvent struct {
+	name string
+	data []byte
+}
+
+// convRun is one execution of a conversation as its stream shows it; it
+// is also the observer that builds it.
+type convRun struct {
+	hub    *convHub
+	thread string
+	run    string
+
+	mu     sync.Mutex
+	events []convEvent
+	wake   chan struct{} // closed and replaced when an event is added
+	ended  bool
+	tokens int64
+	cost   float64
+	output any
+}
+
+// convHub knows each conversation's execution under way, and the streams
+// waiting for a conversation's next one.
+type convHub struct {
+	mu      sync.Mutex
+	running map[string]*convRun      // thread → its execution under way
+	waiting map[string]chan struct{} // thread → closed when an execution begins
+}
+
+func newConvHub() *convHub {
+	return &convHub{running: map[string]*convRun{}, waiting: map[string]chan struct{}{}}
+}
+
+// begin records that l's execution of its conversation begins.
+func (h *convHub) begin(l *liveRun) *convRun {
+	c := &convRun{hub: h, thread: l.rec.Thread, run: l.rec.ID, wake: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running[c.thread] = c
+	if ch, ok := h.waiting[c.thread]; ok {
+		close(ch)
+		delete(h.waiting, c.thread)
+	}
+	return c
+}
+
+// next returns the conversation's execution under way, or a channel
+// closed when its next one begins.
+func (h *convHub) next(thread string) (*convRun, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.running[thread]; c != nil {
+		return c, nil
+	}
+	ch, ok := h.waiting[thread]
+	if !ok {
+		ch = make(chan struct{})
+		h.waiting[thread] = ch
+	}
+	return nil, ch
+}
+
+func (c *convRun) event(ev runner.Event) {
+	d, _ := ev.Data.(map[string]any)
+	switch {
+	case ev.Type == runner.EventLLMResult:
+		in, _ := d["input_tokens"].(int64)
+		out, _ := d["output_tokens"].(int64)
+		cost, _ := d["cost_usd"].(float64)
+		c.mu.Lock()
+		c.tokens, c.cost = c.tokens+in+out, c.cost+cost
+		c.mu.Unlock()
+	case ev.Thread != c.thread: // a child thread's steps are its node's
+	case ev.Type == runner.EventNodeEnd:
+		upd, _ := d["update"].(runner.Update)
+		c.mu.Lock()
+		data := map[string]any{"status": "running", "tokens_used": c.tokens}
+		c.mu.Unlock()
+		if st, ok := upd["status"].(string); ok {
+			data["status"] = st
+		}
+		if m := lastMessage(upd[messagesField]); m != nil {
+			data["message"] = m
+		}
+		c.add("node_end", map[string]any{"event": "node_end", "node": ev.Node, "data": data})
+	case ev.Type == runner.EventDone:
+		if res, ok := ev.Data.(*runner.Result); ok {
+			c.mu.Lock()
+			c.output = res.Output
+			c.mu.Unlock()
+		}
+	}
+}
+
+// end adds the execution's done event and ends its stream.
+func (c *convRun) end(e runEnd) {
+	c.hub.mu.Lock()
+	if c.hub.running[c.thread] == c {
+		delete(c.hub.running, c.thread)
+	}
+	c.hub.mu.Unlock()
+	c.mu.Lock()
+	data := map[string]any{"execution_id": c.run, "status": convStatus(e.status), "tokens_used": c.tokens, "cost_usd": c.cost}
+	c.mu.Unlock()
+	if e.err != "" {
+		data["error"] = e.err
+	}
+	c.add("done", map[string]any{"event": "done", "data": data})
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+}
+
+func (c *convRun) add(name string, v any) {
+	data, _ := json.Marshal(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, convEvent{name, data})
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// since returns the events after the first n, whether the execution has
+// ended, and a channel closed at the next event.
+func (c *convRun) since(n int) ([]convEvent, bool, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.events[n:], c.ended, c.wake
+}
+
+// convStatus is the seed's status of an execution that ended with the
+// API's run status.
+func convStatus(status string) string {
+	switch status {
+	case "success":
+		return "completed"
+	case "interrupted":
+		return "awaiting_hitl"
+	}
+	return "failed"
+}
+
+// lastMessage is the last message of a step's messages update.
+func lastMessage(v any) map[string]any {
+	ms := records(v)
+	if len(ms) == 0 {
+		return nil
+	}
+	return ms[len(ms)-1]
+}
+
+// executeRequest is the body of POST /execute.
+type executeRequest struct {
+	// AgentType (or AgentID) names the agent: an assistant's name or id.
+	AgentType      string `json:"agent_type"`
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id"`
+	// Message is the user's message; Messages, instead, the whole turn.
+	Message  string         `json:"message"`
+	Messages []any          `json:"messages"`
+	User     map[string]any `json:"user"`
+	Metadata map[string]any `json:"metadata"`
+	// Resume is a reviewer's decision for a conversation paused at an
+	// approval gate (what command.resume takes).
+	Resume any `json:"resume"`
+}
+
+// executeAgent runs an agent on a conversation to its end or its next pause
+// and answers with the execution's final state.
+func (s *Server) executeAgent(w http.ResponseWriter, r *http.Request) error {
+	var q executeRequest
+	if err := decodeBody(r, &q); err != nil {
+		return err
+	}
+	name := q.AgentType
+	if name == "" {
+		name = q.AgentID
+	}
+	if name == "" {
+		return problemf(http.StatusUnprocessableEntity, "agent_type (or agent_id) is required")
+	}
+	name, g, err := s.graph(name)
+	if err != nil {
+		return err
+	}
+	if q.ConversationID == "" {
+		q.ConversationID = uuid.Must(uuid.NewV7()).String()
+	}
+	body, err := q.runBody(name, g, tenantOf(r.Context()))
+	if err != nil {
+		return err
+	}
+	run, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/threads/"+q.ConversationID+"/runs/wait", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	run.SetPathValue("thread", q.ConversationID)
+	run.Header.Set("Idempotency-Key", r.Header.Get("Idempotency-Key"))
+	rec, l, err := s.createRun(run, true)
+	if err != nil {
+		return err
+	}
+	if l != nil {
+		defer l.streams.Done()
+	}
+	final, err := s.wait(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.executeResult(rec.ID, q.ConversationID, name, l, final))
+	return nil
+}
+
+// runBody is the run that executes q: its input (the message, and the
+// conversation and tenant ids where the graph keeps them), or its resume.
+func (q *executeRequest) runBody(name string, g *runner.Graph, tenant string) ([]byte, error) {
+	body := map[string]any{"assistant_id": name, "if_not_exists": "create"}
+	if q.Resume != nil {
+		body["command"] = map[string]any{"resume": q.Resume}
+		return json.Marshal(body)
+	}
+	msgs := q.Messages
+	if q.Message != "" {
+		msgs = append(msgs, map[string]any{"role": "user", "content": q.Message})
+	}
+	if len(msgs) == 0 {
+		return nil, problemf(http.StatusUnprocessableEntity, "message (or messages, or resume) is required")
+	}
+	input := map[string]any{"messages": msgs}
+	fields := map[string]any{"conversation_id": q.ConversationID, "tenant_id": tenant}
+	if q.User != nil {
+		fields["user"] = q.User
+	}
+	if q.Metadata != nil {
+		fields["metadata"] = q.Metadata
+	}
+	for field, v := range fields {
+		if _, ok := g.Fields[field]; ok {
+			input[field] = v
+		}
+	}
+	body["input"] = input
+	return json.Marshal(body)
+}
+
+// executeResult is POST /execute's answer: the execution's id and status,
+// its final state, the pipeline's output (the answer), what it spent, and
+// the pending approval or the error.
+func (s *Server) executeResult(run, thread, name string, l *liveRun, final any) map[string]any {
+	values, _ := final.(map[string]any)
+	out := map[string]any{"execution_id": run, "conversation_id": thread, "agent_type": name, "status": "completed"}
+	if l != nil && l.watch != nil {
+		c := l.watch.conv
+		c.mu.Lock()
+		out["tokens_used"], out["cost_usd"], out["output"] = c.tokens, c.cost, c.output
+		c.mu.Unlock()
+	}
+	state := clone(values)
+	if e, ok := state["__error__"]; ok {
+		out["status"], out["error"] = "failed", e
+		delete(state, "__error__")
+	}
+	if intr, ok := state["__interrupt__"]; ok {
+		out["status"], out["interrupt"] = "awaiting_hitl", intr
+		delete(state, "__interrupt__")
+	}
+	out["state"] = state
+	return out
+}
+
+// conversationStream streams the conversation's execution under way, or
+// its next one: node_end per step, then done.
+func (s *Server) conversationStream(w http.ResponseWriter, r *http.Request) error {
+	thread := r.PathValue("id")
+	if _, err := s.record(r.Context(), thread); err != nil {
+		return err
+	}
+	c, begun := s.convs.next(thread) // before the headers: a client that has them is following
+	sw := s.openStream(w)
+	defer sw.close()
+	for c == nil {
+		select {
+		case <-begun:
+			c, begun = s.convs.next(thread)
+		case <-sw.beat.C:
+			if !sw.heartbeat() {
+				return nil
+			}
+		case <-sw.expired:
+			sw.expire(fmt.Sprintf("the stream reached its maximum duration of %s before an execution of conversation %s began; open it again",
+				s.cfg.MaxStream, thread))
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+	s.followConversation(r, sw, c)
+	return nil
+}
+
+// followConversation writes c's events until its done.
+func (s *Server) followConversation(r *http.Request, sw *streamWriter, c *convRun) {
+	n := 0
+	for {
+		evs, ended, wake := c.since(n)
+		for _, ev := range evs {
+			n++
+			writeEvent(sw.w, int64(n), ev.name, ev.data)
+		}
+		if !sw.flush() || ended {
+			return
+		}
+		select {
+		case <-wake:
+		case <-sw.beat.C:
+			if !sw.heartbeat() {
+				return
+			}
+		case <-sw.expired:
+			sw.expire(fmt.Sprintf("the stream reached its maximum duration of %s; the execution %s goes on", s.cfg.MaxStream, c.run))
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
