@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"testing"
+)
+
+// TestSeedsServed runs every reference workload through `runner serve`
+// as its README example runs it through exec: a run to its end or to its
+// interrupt, then, for those that pause, a resume to the end. Routing is
+// covered row by row by each seed's Tests; this shows that the served
+// runtime is the same.
+func TestSeedsServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server per seed")
+	}
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []struct {
+		name, agent, script string
+		input               map[string]any
+		resume              any    // nil: the run completes without pausing
+		want                string // a value of the final state, as JSON
+	}{
+		{"000 approval gate", "rule_37", "pipelines/orchestration/script.json",
+			map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the new Mitchell Ranch 3H well."}}},
+			map[string]any{"approved": true}, `"tool_name":"create_entity"`},
+		{"001 user request (SDK)", "user_request", "pipelines/user_request/script.json",
+			map[string]any{"input": map[string]any{"message": "Make the robot greet visitors", "request_id": "r1", "is_api": true}},
+			map[string]any{"reason": "sdk_processing_complete"}, `"suggestions":["Make it bow after the greeting"`},
+		{"002 elyra", "elyra", "pipelines/elyra/script.json",
+			map[string]any{"query": "What is in our design doc?", "user_id": "u1", "project_id": "elyra"}, nil, `"answer":"The replay daemon runs outside the chat graph`},
+		{"003 ops actions", "ops_actions", "",
+			map[string]any{"user_input": "restart nginx.service api.service", "auto_execute": true},
+			map[string]any{"approved": true, "reject": []any{1}}, `"status":"REJECTED"`},
+		{"004 fraud investigation", "fraud_investigator", "",
+			map[string]any{"transaction_id": "txn_1001"}, nil, `"severity":"CRITICAL"`},
+	} {
+		t.Run(seed.name, func(t *testing.T) {
+			script := "[]"
+			if seed.script != "" {
+				src, err := os.ReadFile("../../" + seed.script)
+				if err != nil {
+					t.Fatal(err)
+				}
+				script = string(src)
+			}
+			_, base := startServe(t, bin, script, "sk-seed")
+			var thread struct {
+				ID string `json:"thread_id"`
+			}
+			post(t, base+"/threads", map[string]any{}, &thread)
+			runs := base + "/threads/" + thread.ID + "/runs/wait"
+			var values map[string]any
+			post(t, runs, map[string]any{"assistant_id": seed.agent, "input": seed.input}, &values)
+			if _, paused := values["__interrupt__"]; paused != (seed.resume != nil) {
+				t.Fatalf("first run: paused %v, want %v: %v", paused, seed.resume != nil, values)
+			}
+			if seed.resume != nil {
+				values = nil
+				post(t, runs, map[string]any{"assistant_id": seed.agent, "command": map[string]any{"resume": seed.resume}}, &values)
+			}
+			out, _ := json.Marshal(values)
+			if values["__interrupt__"] != nil || values["__error__"] != nil || !bytes.Contains(out, []byte(seed.want)) {
+				t.Fatalf("final values lack %s:\n%.2000s", seed.want, out)
+			}
+		})
+	}
+}
+
+// post sends body as JSON with the test key and decodes a 200 answer into
+// out.
+func post(t *testing.T, url string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("X-Api-Key", "sk-seed")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s = %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
