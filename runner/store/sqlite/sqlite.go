@@ -28,6 +28,11 @@ import (
 // Version 2: the API server's thread records, runs and run events
 // (runs.go). Version 3: leases holds each leased thread's owner, token
 // and expiry.
+//
+// Version 4: checkpoints becomes a rowid table, the blobs out of the key
+// B-tree: a Put appends to the table's last page and adds a short entry
+// to checkpoints_key, instead of inserting a whole row (splitting pages,
+// overflowing large blobs) in the middle of a tree ordered by thread.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -71,6 +76,42 @@ CREATE TABLE leases (
 	token      INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL -- Unix nanoseconds
 ) WITHOUT ROWID;
+`, `
+CREATE TABLE checkpoints_v4 (
+	seq         INTEGER PRIMARY KEY,
+	thread      TEXT    NOT NULL,
+	id          INTEGER NOT NULL,
+	parent      INTEGER NOT NULL,
+	step        INTEGER NOT NULL,
+	node        TEXT    NOT NULL,
+	next        TEXT    NOT NULL,
+	status      TEXT    NOT NULL,
+	pipeline    TEXT    NOT NULL,
+	config_hash TEXT    NOT NULL,
+	tenant      TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL, -- Unix nanoseconds
+	interrupt   BLOB,
+	meta        BLOB,
+	writes      BLOB,
+	snapshot    BLOB
+);
+INSERT INTO checkpoints_v4 (thread, id, parent, step, node, next, status, pipeline,
+	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
+SELECT thread, id, parent, step, node, next, status, pipeline,
+	config_hash, tenant, created_at, interrupt, meta, writes, snapshot
+FROM checkpoints ORDER BY thread, id;
+DROP TRIGGER checkpoints_thread;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_v4 RENAME TO checkpoints;
+CREATE UNIQUE INDEX checkpoints_key ON checkpoints (thread, id);
+CREATE INDEX checkpoints_snapshots ON checkpoints (thread, id) WHERE snapshot IS NOT NULL;
+CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints BEGIN
+	INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
+	VALUES (NEW.thread, NEW.pipeline, NEW.status, NEW.step, NEW.id, NEW.created_at)
+	ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline,
+		status = excluded.status, steps = excluded.steps,
+		last_id = excluded.last_id, updated_at = excluded.updated_at;
+END;
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
