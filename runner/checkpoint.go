@@ -113,6 +113,12 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 // reducers. Every reducer runs before any field is written, so a failing
 // update leaves the state as it was.
 func merge(g *Graph, state State, upd Update) (State, error) {
+	return mergeGrowing(g, state, upd, nil)
+}
+
+// mergeGrowing is merge with the lists the append reducer may grow in
+// place (nil: none).
+func mergeGrowing(g *Graph, state State, upd Update, grow lists) (State, error) {
 	if len(upd) == 0 {
 		return state, nil
 	}
@@ -127,7 +133,13 @@ func merge(g *Graph, state State, upd Update) (State, error) {
 		if !ok {
 			return nil, fmt.Errorf("update of %q, which is not a state field", k)
 		}
-		nv, err := f.Reducer(state[k], v)
+		var nv any
+		var err error
+		if grow != nil && isAppend(f.Reducer) {
+			nv, err = grow.append(k, state[k], v)
+		} else {
+			nv, err = f.Reducer(state[k], v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", k, err)
 		}
@@ -146,6 +158,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	var m meta
+	grow := lists{}
 	for i, cp := range cps {
 		var cm meta
 		if err := decodeInto(cp.Meta, &cm); err != nil {
@@ -162,7 +175,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		}
 		for _, u := range []Update{upd, cm.SideWrites} {
 			var err error
-			if state, err = merge(g, state, u); err != nil {
+			if state, err = mergeGrowing(g, state, u, grow); err != nil {
 				return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 			}
 		}

@@ -38,6 +38,7 @@ type Run struct {
 	// next checkpoint records it.
 	caught    map[string]any
 	caughtNew bool
+	lists     lists // the lists the run's steps grow in place
 	// base is the context the run was given, before its limits: a
 	// pipeline's handler runs under it; handling is set while one runs.
 	base     context.Context
@@ -154,7 +155,10 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": next})
 		upd = r.errorUpdate(cur, err)
 	}
-	merged, err := merge(r.Graph, *state, upd)
+	if r.lists == nil {
+		r.lists = lists{}
+	}
+	merged, err := mergeGrowing(r.Graph, *state, upd, r.lists)
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
