@@ -83,9 +83,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	var err error
 	if snap {
 		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
-		cp.Snapshot, err = json.Marshal(c.state)
+		cp.Snapshot, err = encodeJSON(c.state)
 	} else if c.writes != nil {
-		cp.Writes, err = json.Marshal(c.writes)
+		cp.Writes, err = encodeJSON(c.writes)
 	}
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
@@ -105,7 +105,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		r.sinceSnap += len(cp.Writes)
 	}
 	r.id = cp.ID
-	r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	if r.engine.Sink != nil {
+		r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	}
 	return nil
 }
 

@@ -126,6 +126,17 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 	return r.complete(ctx, state)
 }
 
+// routeRun brings the run the route conditions see up to date: the same
+// map from step to step (a condition's result is a bool, so the map does
+// not escape), with the clock's new reading.
+func (r *Run) routeRun() {
+	if m, ok := r.vars["run"].(map[string]any); ok {
+		m["now"] = r.now().UTC().Format(time.RFC3339Nano)
+		return
+	}
+	r.vars["run"] = r.runVar()
+}
+
 // errorVar is what expressions see as error.
 func (r *Run) errorVar() map[string]any {
 	if r.caught == nil {
@@ -308,12 +319,16 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// route picks the first route whose condition holds.
+// route picks the first route whose condition holds; the conditions
+// see the state and the run as they are now.
 func (r *Run) route(s *Step, state State) (string, error) {
-	r.vars["state"], r.vars["run"] = state, r.runVar()
-	for _, rt := range s.Routes {
+	for i, rt := range s.Routes {
 		if rt.When == nil {
 			return rt.To, nil
+		}
+		if i == 0 {
+			r.vars["state"] = state
+			r.routeRun()
 		}
 		ok, err := rt.When.EvalBool(r.vars)
 		if err != nil {
