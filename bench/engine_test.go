@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,4 +297,89 @@ func benchLongRun(b *testing.B, dsn string, steps int) {
 		}
 	}
 	b.ReportMetric(float64(inSteps.Nanoseconds())/float64(b.N*steps), "ns/step")
+}
+
+// BenchmarkConcurrentRuns measures throughput: the 004 loop run by 1 or
+// 32 goroutines at once, each on threads of its own, checkpointing every
+// step to memory or to SQLite (synchronous=NORMAL). runs/s is the runs
+// completed a second; on SQLite, wal-B/step is the WAL each step wrote
+// (frames of a page and its header), measured over one round of runs
+// before the timed ones.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	for _, name := range []string{"memory", "sqlite"} {
+		for _, conc := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/runs-%d", name, conc), func(b *testing.B) {
+				dsn, path := "memory:", ""
+				if name == "sqlite" {
+					path = b.TempDir() + "/bench.db"
+					dsn = "sqlite:" + path
+				}
+				st, err := stores.Open(dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
+				e := &runner.Engine{Store: st}
+				var wal float64
+				if path != "" {
+					wal = walPerStep(b, path, func() { runConcurrently(b, e, conc, conc, "warm") })
+				}
+				start := time.Now()
+				b.ResetTimer()
+				runConcurrently(b, e, conc, b.N, "run")
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+				b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*stepsPerRun), "ns/step")
+				if path != "" {
+					b.ReportMetric(wal, "wal-B/step")
+				}
+			})
+		}
+	}
+}
+
+// runConcurrently runs the 004 loop n times on conc goroutines, each run
+// on a thread of its own named with prefix.
+func runConcurrently(b *testing.B, e *runner.Engine, conc, n int, prefix string) {
+	g, input := graph004(), map[string]any{"transaction_id": "txn_1001"}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				res, err := e.Run(context.Background(), g, fmt.Sprintf("%s-%d", prefix, i), input)
+				if err != nil || res.Status != runner.StatusCompleted {
+					b.Errorf("%v %+v", err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// walPerStep returns the WAL bytes a step of run wrote to the SQLite file
+// at path, run starting on an empty WAL.
+func walPerStep(b *testing.B, path string, run func()) float64 {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var busy, frames, done, pageSize, steps int
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM checkpoints`).Scan(&steps); err != nil {
+		b.Fatal(err)
+	}
+	run()
+	err = db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+	if err == nil {
+		err = db.QueryRow(`SELECT count(*) - ?, (SELECT page_size FROM pragma_page_size) FROM checkpoints`, steps).Scan(&steps, &pageSize)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(frames*(pageSize+24)) / float64(steps)
 }

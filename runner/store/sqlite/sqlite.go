@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -150,12 +151,18 @@ const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threa
 ORDER BY updated_at DESC, id LIMIT ?1`
 
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
-// connection, so Puts are serialized in the process without a lock of
-// ours; reads use r, whose connections read concurrently under WAL.
+// connection, so they are serialized in the process without a lock of
+// ours; Puts go through the writer goroutine, which commits those of
+// concurrent runs together (batch.go). Reads use r, whose connections
+// read concurrently under WAL.
 type sqliteStore struct {
 	w, r                   *sql.DB
 	put, lastID            *sql.Stmt
 	load, history, threads *sql.Stmt
+	acquire, renew         *sql.Stmt
+	queue                  chan *putReq
+	stop, exited           chan struct{}
+	closeOnce              sync.Once
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -207,6 +214,11 @@ func (s *sqliteStore) init(path, busy string) error {
 	s.put, s.lastID = prepare(s.w, sqlitePut), prepare(s.r, sqliteLastID)
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads = prepare(s.r, sqliteThreads)
+	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
+	if err == nil {
+		s.queue, s.stop, s.exited = make(chan *putReq), make(chan struct{}), make(chan struct{})
+		go s.writer()
+	}
 	return err
 }
 
@@ -243,13 +255,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := store.CheckPut(cp); err != nil {
 		return err
 	}
-	res, err := s.put.ExecContext(ctx, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	n, err := s.commitPut(ctx, &putReq{stmt: s.put, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease)
-	if err != nil {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
-	}
-	n, err := res.RowsAffected()
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}})
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
@@ -387,10 +395,16 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 	return int(n), err
 }
 
-// Close closes the statements and both pools.
+// Close stops the writer, then closes the statements and both pools.
 func (s *sqliteStore) Close() error {
+	s.closeOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.exited
+		}
+	})
 	var err error
-	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads} {
+	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.acquire, s.renew} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}
