@@ -24,6 +24,7 @@ type cpRecord struct {
 	sideWrites         Update // what calls and rules set this step, merged after writes
 	state              State
 	snapshot           bool
+	step               bool // a step's checkpoint, which the durability mode may defer
 	interrupt          *Interrupt
 	err                *RunError
 }
@@ -56,8 +57,10 @@ type meta struct {
 	Caught map[string]any `json:"caught,omitempty"`
 }
 
-// checkpoint writes the next checkpoint of the thread, durably. It holds
-// the step's writes; the whole state is written again only once the writes
+// checkpoint writes the next checkpoint of the thread, durably unless the
+// run's durability mode defers a step's checkpoint (durability.go): in
+// async mode it is queued, in exit mode not written at all, and the next
+// checkpoint written is a snapshot. It holds the step's writes; the whole state is written again only once the writes
 // since the last snapshot add up to that snapshot's size. So a step costs
 // what it changed, not what the state holds, and a resume replays at most
 // a state's worth of writes.
@@ -67,7 +70,17 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		r.id++
 		return nil
 	}
-	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
+	deferred := r.defers(c)
+	if deferred && r.durability() == DurabilityExit {
+		r.unsaved = true
+		return nil
+	}
+	if !deferred {
+		if err := r.flush(); err != nil {
+			return fmt.Errorf("%w: %v", errStore, err)
+		}
+	}
+	snap := c.snapshot || r.unsaved || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now(), Lease: r.lease}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
@@ -96,9 +109,15 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err != nil {
 		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)
 	}
-	if err := st.Put(ctx, cp); err != nil {
+	if deferred {
+		err = r.putAsync(ctx, cp)
+	} else {
+		err = st.Put(ctx, cp)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %v", errStore, err)
 	}
+	r.unsaved = false
 	if snap {
 		r.sinceSnap, r.snapSize = 0, len(cp.Snapshot)
 	} else {

@@ -39,6 +39,11 @@ type Run struct {
 	caught    map[string]any
 	caughtNew bool
 	lists     lists // the lists the run's steps grow in place
+	// unsaved: a step's checkpoint was not written (exit mode), so the
+	// next one written is a snapshot; async: the checkpoints being
+	// written in the background (async mode).
+	unsaved bool
+	async   *asyncPuts
 	// base is the context the run was given, before its limits: a
 	// pipeline's handler runs under it; handling is set while one runs.
 	base     context.Context
@@ -77,7 +82,12 @@ type delivery struct{ value any }
 
 // loop runs steps from node cur until the thread ends or pauses; resume,
 // when set, goes to the first node.
-func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
+func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (res *Result, err error) {
+	defer func() { // the checkpoints still being written in the background
+		if ferr := r.flush(); ferr != nil && err == nil {
+			res, err = nil, fmt.Errorf("%w: %v", errStore, ferr)
+		}
+	}()
 	g := r.Graph
 	r.base = ctx
 	if g.Timeout > 0 {
@@ -187,7 +197,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	r.step++
 	r.path = append(r.path, cur)
 	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
-	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged}
+	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged, step: true}
 	if next == End {
 		rec.status = StatusCompleted
 	}
