@@ -129,13 +129,19 @@ func BenchmarkStep(b *testing.B) {
 		perStep(b, start)
 	})
 	dir := b.TempDir()
-	stores := []struct{ name, dsn string }{
-		{"engine-no-store", ""}, {"engine-memory", "memory:"},
-		{"engine-sqlite", "sqlite:" + dir + "/normal.db"},
-		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full"},
+	stores := []struct{ name, dsn, durability string }{
+		{"engine-no-store", "", ""}, {"engine-memory", "memory:", ""},
+		{"engine-sqlite", "sqlite:" + dir + "/normal.db", ""},
+		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full", ""},
+		{"engine-sqlite-async", "sqlite:" + dir + "/async.db", runner.DurabilityAsync},
+		{"engine-sqlite-exit", "sqlite:" + dir + "/exit.db", runner.DurabilityExit},
 	}
 	for _, st := range stores {
-		b.Run(st.name, func(b *testing.B) { benchEngine(b, graph004(), st.dsn, input) })
+		b.Run(st.name, func(b *testing.B) {
+			g := graph004()
+			g.Durability = st.durability
+			benchEngine(b, g, st.dsn, input)
+		})
 	}
 }
 
@@ -301,16 +307,17 @@ func benchLongRun(b *testing.B, dsn string, steps int) {
 
 // BenchmarkConcurrentRuns measures throughput: the 004 loop run by 1 or
 // 32 goroutines at once, each on threads of its own, checkpointing every
-// step to memory or to SQLite (synchronous=NORMAL). runs/s is the runs
+// step to memory or to SQLite (synchronous=NORMAL), or on SQLite with
+// durability exit (the end of each run only). runs/s is the runs
 // completed a second; on SQLite, wal-B/step is the WAL each step wrote
 // (frames of a page and its header), measured over one round of runs
 // before the timed ones.
 func BenchmarkConcurrentRuns(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite"} {
+	for _, name := range []string{"memory", "sqlite", "sqlite-exit"} {
 		for _, conc := range []int{1, 32} {
 			b.Run(fmt.Sprintf("%s/runs-%d", name, conc), func(b *testing.B) {
 				dsn, path := "memory:", ""
-				if name == "sqlite" {
+				if name != "memory" {
 					path = b.TempDir() + "/bench.db"
 					dsn = "sqlite:" + path
 				}
@@ -320,6 +327,9 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 				}
 				defer st.Close()
 				e := &runner.Engine{Store: st}
+				if name == "sqlite-exit" {
+					e.Durability = runner.DurabilityExit
+				}
 				var wal float64
 				if path != "" {
 					wal = walPerStep(b, path, func() { runConcurrently(b, e, conc, conc, "warm") })
@@ -382,4 +392,53 @@ func walPerStep(b *testing.B, path string, run func()) float64 {
 		b.Fatal(err)
 	}
 	return float64(frames*(pageSize+24)) / float64(steps)
+}
+
+// BenchmarkPausedThreads measures what a paused thread takes on disk:
+// 500 runs of the 004 loop pause before its last node (interrupt_before)
+// in a SQLite file, with every step checkpointed (sync) or only the pause
+// (exit); disk-B/thread is the file's size, WAL checkpointed, a thread.
+func BenchmarkPausedThreads(b *testing.B) {
+	const threads = 500
+	for _, mode := range []string{runner.DurabilitySync, runner.DurabilityExit} {
+		b.Run(mode, func(b *testing.B) {
+			var size float64
+			for b.Loop() {
+				path := b.TempDir() + "/paused.db"
+				st, err := stores.Open("sqlite:" + path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				g := graph004()
+				g.InterruptBefore = []string{"completion"}
+				e := &runner.Engine{Store: st, Durability: mode}
+				for i := range threads {
+					res, err := e.Run(context.Background(), g, fmt.Sprintf("paused-%d", i), map[string]any{"transaction_id": "txn_1001"})
+					if err != nil || res.Status != runner.StatusInterrupted {
+						b.Fatalf("%v %+v", err, res)
+					}
+				}
+				st.Close()
+				size = fileSize(b, path) / threads
+			}
+			b.ReportMetric(size, "disk-B/thread")
+		})
+	}
+}
+
+// fileSize is the size of the SQLite file at path, its WAL checkpointed.
+func fileSize(b *testing.B, path string) float64 {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var pages, pageSize int
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT page_count, page_size FROM pragma_page_count, pragma_page_size`).Scan(&pages, &pageSize); err != nil {
+		b.Fatal(err)
+	}
+	return float64(pages * pageSize)
 }

@@ -4,24 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
+	"runtime"
+	"slices"
+	"sync"
 )
 
-// maxBatch is the most Puts one transaction commits; maxWait the longest
-// the writer waits for a group to fill up.
-const (
-	maxBatch = 128
-	maxWait  = 500 * time.Microsecond
-)
+// maxBatch is the most writes one transaction commits.
+const maxBatch = 128
 
-// errClosed is the error of a Put on a closed store.
-var errClosed = errors.New("store: sqlite: closed")
-
-// putReq is a write waiting for the writer: a Put, or a lease's Acquire,
-// Renew or Release: one statement, stmt run with args, whose answer is
-// the number of rows it changed (for a RETURNING statement, the value it
-// returned, 0 for no row). A statement that changes nothing fails alone,
-// with nothing written.
+// putReq is a write: a Put, or a lease's Acquire, Renew or Release: one
+// statement, stmt run with args, whose answer is the number of rows it
+// changed (for a RETURNING statement, the value it returned, 0 for no
+// row). A statement that changes nothing fails alone, with nothing
+// written.
 type putReq struct {
 	stmt      *sql.Stmt
 	args      []any
@@ -32,74 +27,76 @@ type putReq struct {
 type putResult struct {
 	n   int64
 	err error
+	// lead hands the write's writer the lead of the next group, which
+	// holds its write.
+	lead bool
 }
 
-// commitPut hands a write to the writer and waits for the commit of the
-// transaction that carries it. Once handed over, it is waited for
-// whatever ctx does, so that a write that returns an error has written
-// nothing.
+// group is the group commit of the writes of concurrent runs: the first
+// writer to come leads, committing its write and those that queued
+// meanwhile, up to maxBatch, in one transaction — one WAL append and one
+// sync for all — and answering each; then it hands the lead to the
+// first writer still waiting, if any. A lone writer commits its own at
+// once. If the group's transaction fails, its writes are committed one
+// by one, so an error is only the failing write's.
+type group struct {
+	mu      sync.Mutex
+	leading bool
+	pending []*putReq
+	last    int // the size of the previous group
+}
+
+// commitPut commits a write, in a group, and waits for its transaction.
+// It does not give up when ctx ends: a write that returns an error has
+// written nothing.
 func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	req.done = make(chan putResult, 1)
-	select {
-	case s.queue <- req:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-s.stop:
-		return 0, errClosed
-	}
-	res := <-req.done
-	return res.n, res.err
-}
-
-// writer commits the Puts of concurrent runs in groups: it takes the
-// Puts waiting, up to maxBatch, and commits them in one transaction — one
-// WAL append and one sync for all — then acknowledges each. A group as
-// large as the previous one is waited for, at most maxWait: runs whose
-// Puts were acknowledged together come back together. A lone run's
-// groups hold one Put, which commits at once. A Put whose ID is not next
-// inserts nothing and fails alone; if the transaction fails, its Puts
-// are committed one by one, so an error is only the failing Put's.
-func (s *sqliteStore) writer() {
-	defer close(s.exited)
-	batch := make([]*putReq, 0, maxBatch)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	want := 1
+	g := &s.group
+	g.mu.Lock()
+	g.pending = append(g.pending, req)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
 	for {
-		select {
-		case req := <-s.queue:
-			batch = s.gather(append(batch[:0], req), want, timer)
-			s.commitBatch(batch)
-			want = len(batch)
-		case <-s.stop:
-			return
+		if lead {
+			s.lead()
 		}
+		res := <-req.done
+		if !res.lead {
+			return res.n, res.err
+		}
+		lead = true
 	}
 }
 
-// gather adds to batch the Puts waiting, up to maxBatch, then waits for
-// more until it holds want or maxWait has passed.
-func (s *sqliteStore) gather(batch []*putReq, want int, timer *time.Timer) []*putReq {
-	for len(batch) < maxBatch {
-		select {
-		case req := <-s.queue:
-			batch = append(batch, req)
-			continue
-		default:
-		}
-		if len(batch) >= want {
-			return batch
-		}
-		timer.Reset(maxWait)
-		select {
-		case req := <-s.queue:
-			batch = append(batch, req)
-			timer.Stop()
-		case <-timer.C:
-			return batch
-		}
+// lead commits the next group of the writes pending, then hands the lead
+// to the first writer still waiting. When the previous group was larger
+// than what is pending, it yields once first, so that runs answered
+// together come back together.
+func (s *sqliteStore) lead() {
+	g := &s.group
+	g.mu.Lock()
+	if len(g.pending) < g.last {
+		g.mu.Unlock()
+		runtime.Gosched()
+		g.mu.Lock()
 	}
-	return batch
+	n := min(len(g.pending), maxBatch)
+	batch := slices.Clone(g.pending[:n])
+	g.pending = slices.Delete(g.pending, 0, n)
+	g.last = n
+	g.mu.Unlock()
+	s.commitBatch(batch)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) == 0 {
+		g.leading = false
+		return
+	}
+	g.pending[0].done <- putResult{lead: true}
 }
 
 // commitBatch commits batch in one transaction (a lone Put in its own
@@ -107,7 +104,7 @@ func (s *sqliteStore) gather(batch []*putReq, want int, timer *time.Timer) []*pu
 func (s *sqliteStore) commitBatch(batch []*putReq) {
 	if len(batch) == 1 {
 		n, err := batch[0].exec(batch[0].stmt)
-		batch[0].done <- putResult{n, err}
+		batch[0].done <- putResult{n: n, err: err}
 		return
 	}
 	ns, err := s.inTx(batch)
@@ -118,7 +115,7 @@ func (s *sqliteStore) commitBatch(batch []*putReq) {
 		return
 	}
 	for i, req := range batch {
-		req.done <- putResult{ns[i], nil}
+		req.done <- putResult{n: ns[i]}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"math"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -152,17 +151,14 @@ ORDER BY updated_at DESC, id LIMIT ?1`
 
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
 // connection, so they are serialized in the process without a lock of
-// ours; Puts go through the writer goroutine, which commits those of
-// concurrent runs together (batch.go). Reads use r, whose connections
+// ours; Puts and lease writes are committed in groups (batch.go). Reads use r, whose connections
 // read concurrently under WAL.
 type sqliteStore struct {
 	w, r                   *sql.DB
 	put, lastID            *sql.Stmt
 	load, history, threads *sql.Stmt
 	acquire, renew         *sql.Stmt
-	queue                  chan *putReq
-	stop, exited           chan struct{}
-	closeOnce              sync.Once
+	group                  group
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -215,10 +211,6 @@ func (s *sqliteStore) init(path, busy string) error {
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads = prepare(s.r, sqliteThreads)
 	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
-	if err == nil {
-		s.queue, s.stop, s.exited = make(chan *putReq), make(chan struct{}), make(chan struct{})
-		go s.writer()
-	}
 	return err
 }
 
@@ -395,14 +387,8 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 	return int(n), err
 }
 
-// Close stops the writer, then closes the statements and both pools.
+// Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
-	s.closeOnce.Do(func() {
-		if s.stop != nil {
-			close(s.stop)
-			<-s.exited
-		}
-	})
 	var err error
 	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.acquire, s.renew} {
 		if stmt != nil {
