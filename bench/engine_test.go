@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,13 +136,19 @@ func BenchmarkStep(b *testing.B) {
 		perStep(b, start)
 	})
 	dir := b.TempDir()
-	stores := []struct{ name, dsn string }{
-		{"engine-no-store", ""}, {"engine-memory", "memory:"},
-		{"engine-sqlite", "sqlite:" + dir + "/normal.db"},
-		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full"},
+	stores := []struct{ name, dsn, durability string }{
+		{"engine-no-store", "", ""}, {"engine-memory", "memory:", ""},
+		{"engine-sqlite", "sqlite:" + dir + "/normal.db", ""},
+		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full", ""},
+		{"engine-sqlite-async", "sqlite:" + dir + "/async.db", runner.DurabilityAsync},
+		{"engine-sqlite-exit", "sqlite:" + dir + "/exit.db", runner.DurabilityExit},
 	}
 	for _, st := range stores {
-		b.Run(st.name, func(b *testing.B) { benchEngine(b, graph004(), st.dsn, input) })
+		b.Run(st.name, func(b *testing.B) {
+			g := graph004()
+			g.Durability = st.durability
+			benchEngine(b, g, st.dsn, input)
+		})
 	}
 	if os.Getenv(postgresEnv) != "" {
 		b.Run("engine-postgres", func(b *testing.B) { benchEngine(b, graph004(), postgresSchema(b), input) })
@@ -276,4 +285,196 @@ func BenchmarkLargeList(b *testing.B) {
 			b.ReportMetric(float64(inSteps.Nanoseconds())/float64(b.N*steps), "ns/step")
 		})
 	}
+}
+
+// BenchmarkLongRun shows that a step's cost does not grow with the run's
+// length: a loop appends one element to a list every step, for 10, 1,000
+// or 10,000 steps, without a store and checkpointing to memory. ns/step
+// is timed from the first step to the end, as in BenchmarkLargeList.
+func BenchmarkLongRun(b *testing.B) {
+	for _, dsn := range []string{"", "memory:"} {
+		for _, steps := range []int{10, 1000, 10000} {
+			name := fmt.Sprintf("no-store/steps-%d", steps)
+			if dsn != "" {
+				name = fmt.Sprintf("memory/steps-%d", steps)
+			}
+			b.Run(name, func(b *testing.B) { benchLongRun(b, dsn, steps) })
+		}
+	}
+}
+
+func benchLongRun(b *testing.B, dsn string, steps int) {
+	g := &runner.Graph{Name: "grow", Start: "add", Hash: "bench",
+		Fields: map[string]runner.Field{"n": {Reducer: runner.Add, Default: int64(0)}, "log": {Reducer: runner.Append}},
+		Nodes: map[string]*runner.Step{"add": {Name: "add",
+			Node: fn(func(_ context.Context, in *runner.Input) (runner.Update, error) {
+				return runner.Update{"n": 1, "log": in.State["n"]}, nil
+			}),
+			Routes: []runner.Route{{When: cond(func(s runner.State) bool { return s["n"].(int64) >= int64(steps) }), To: runner.End}, {To: "add"}},
+		}},
+	}
+	var first time.Time
+	var inSteps time.Duration
+	e := &runner.Engine{Sink: func(ev runner.Event) {
+		switch {
+		case ev.Type == runner.EventNodeStart && first.IsZero():
+			first = time.Now()
+		case ev.Type == runner.EventDone:
+			inSteps += time.Since(first)
+			first = time.Time{}
+		}
+	}}
+	if dsn != "" {
+		st, err := stores.Open(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		e.Store = st
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		res, err := e.Run(context.Background(), g, fmt.Sprintf("t%d", i), nil)
+		if err != nil || len(res.State["log"].([]any)) != steps {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+	b.ReportMetric(float64(inSteps.Nanoseconds())/float64(b.N*steps), "ns/step")
+}
+
+// BenchmarkConcurrentRuns measures throughput: the 004 loop run by 1 or
+// 32 goroutines at once, each on threads of its own, checkpointing every
+// step to memory or to SQLite (synchronous=NORMAL), or on SQLite with
+// durability exit (the end of each run only). runs/s is the runs
+// completed a second; on SQLite, wal-B/step is the WAL each step wrote
+// (frames of a page and its header), measured over one round of runs
+// before the timed ones.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	for _, name := range []string{"memory", "sqlite", "sqlite-exit"} {
+		for _, conc := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/runs-%d", name, conc), func(b *testing.B) {
+				dsn, path := "memory:", ""
+				if name != "memory" {
+					path = b.TempDir() + "/bench.db"
+					dsn = "sqlite:" + path
+				}
+				st, err := stores.Open(dsn)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
+				e := &runner.Engine{Store: st}
+				if name == "sqlite-exit" {
+					e.Durability = runner.DurabilityExit
+				}
+				var wal float64
+				if path != "" {
+					wal = walPerStep(b, path, conc*stepsPerRun, func() { runConcurrently(b, e, conc, conc, "warm") })
+				}
+				start := time.Now()
+				b.ResetTimer()
+				runConcurrently(b, e, conc, b.N, "run")
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+				b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*stepsPerRun), "ns/step")
+				if path != "" {
+					b.ReportMetric(wal, "wal-B/step")
+				}
+			})
+		}
+	}
+}
+
+// runConcurrently runs the 004 loop n times on conc goroutines, each run
+// on a thread of its own named with prefix.
+func runConcurrently(b *testing.B, e *runner.Engine, conc, n int, prefix string) {
+	g, input := graph004(), map[string]any{"transaction_id": "txn_1001"}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				res, err := e.Run(context.Background(), g, fmt.Sprintf("%s-%d", prefix, i), input)
+				if err != nil || res.Status != runner.StatusCompleted {
+					b.Errorf("%v %+v", err, res)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// walPerStep returns the WAL bytes a step of run, which runs steps steps,
+// wrote to the SQLite file at path, run starting on an empty WAL.
+func walPerStep(b *testing.B, path string, steps int, run func()) float64 {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var busy, frames, done, pageSize int
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	run()
+	err = db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
+	if err == nil {
+		err = db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(frames*(pageSize+24)) / float64(steps)
+}
+
+// BenchmarkPausedThreads measures what a paused thread takes on disk:
+// 500 runs of the 004 loop pause before its last node (interrupt_before)
+// in a SQLite file, with every step checkpointed (sync) or only the pause
+// (exit); disk-B/thread is the file's size, WAL checkpointed, a thread.
+func BenchmarkPausedThreads(b *testing.B) {
+	const threads = 500
+	for _, mode := range []string{runner.DurabilitySync, runner.DurabilityExit} {
+		b.Run(mode, func(b *testing.B) {
+			var size float64
+			for b.Loop() {
+				path := b.TempDir() + "/paused.db"
+				st, err := stores.Open("sqlite:" + path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				g := graph004()
+				g.InterruptBefore = []string{"completion"}
+				e := &runner.Engine{Store: st, Durability: mode}
+				for i := range threads {
+					res, err := e.Run(context.Background(), g, fmt.Sprintf("paused-%d", i), map[string]any{"transaction_id": "txn_1001"})
+					if err != nil || res.Status != runner.StatusInterrupted {
+						b.Fatalf("%v %+v", err, res)
+					}
+				}
+				st.Close()
+				size = fileSize(b, path) / threads
+			}
+			b.ReportMetric(size, "disk-B/thread")
+		})
+	}
+}
+
+// fileSize is the size of the SQLite file at path, its WAL checkpointed.
+func fileSize(b *testing.B, path string) float64 {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var pages, pageSize int
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT page_count, page_size FROM pragma_page_count, pragma_page_size`).Scan(&pages, &pageSize); err != nil {
+		b.Fatal(err)
+	}
+	return float64(pages * pageSize)
 }

@@ -58,6 +58,9 @@ func (k *check) pipeline(d *Document) {
 	pc.decode(d, mapGet(lim, "handler_timeout"), &p.HandlerTimeout, "limits.handler_timeout")
 	p.OnTimeout, p.OnError = pc.name("on_timeout"), pc.name("on_error")
 	p.InterruptBefore, p.InterruptAfter = pc.names("interrupt_before"), pc.names("interrupt_after")
+	if n := d.Get("durability"); !pc.bad(n) {
+		p.Durability = scalarValue(n)
+	}
 	nodes := d.Get("nodes")
 	pairs(nodes, func(key, v *yaml.Node) { pc.nodeDecl(key, v) })
 	pairs(d.Get("output"), func(key, v *yaml.Node) {

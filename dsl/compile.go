@@ -145,7 +145,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	}
 	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
 		OnTimeout: p.OnTimeout, OnError: p.OnError, HandlerTimeout: p.HandlerTimeout,
-		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter,
+		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter, Durability: p.Durability,
 		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
 	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
 	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)

@@ -176,9 +176,12 @@ type Pipeline struct {
 	HandlerTimeout  time.Duration
 	InterruptBefore []string
 	InterruptAfter  []string
-	Start           string
-	Nodes           []*Node
-	Output          map[string]*Expression
+	// Durability is when a step's checkpoint reaches the store (sync,
+	// async, exit; "": sync).
+	Durability string
+	Start      string
+	Nodes      []*Node
+	Output     map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
 	Budget runner.Budget
 	// AgentModel is the first node, of this pipeline or of one it runs as

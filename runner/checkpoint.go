@@ -24,6 +24,7 @@ type cpRecord struct {
 	sideWrites         Update // what calls and rules set this step, merged after writes
 	state              State
 	snapshot           bool
+	step               bool // a step's checkpoint, which the durability mode may defer
 	interrupt          *Interrupt
 	err                *RunError
 }
@@ -56,8 +57,10 @@ type meta struct {
 	Caught map[string]any `json:"caught,omitempty"`
 }
 
-// checkpoint writes the next checkpoint of the thread, durably. It holds
-// the step's writes; the whole state is written again only once the writes
+// checkpoint writes the next checkpoint of the thread, durably unless the
+// run's durability mode defers a step's checkpoint (durability.go): in
+// async mode it is queued, in exit mode not written at all, and the next
+// checkpoint written is a snapshot. It holds the step's writes; the whole state is written again only once the writes
 // since the last snapshot add up to that snapshot's size. So a step costs
 // what it changed, not what the state holds, and a resume replays at most
 // a state's worth of writes.
@@ -67,7 +70,17 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		r.id++
 		return nil
 	}
-	snap := c.snapshot || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
+	deferred := r.defers(c)
+	if deferred && r.durability() == DurabilityExit {
+		r.unsaved = true
+		return nil
+	}
+	if !deferred {
+		if err := r.flush(); err != nil {
+			return fmt.Errorf("%w: %v", errStore, err)
+		}
+	}
+	snap := c.snapshot || r.unsaved || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now(), Lease: r.lease}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
@@ -83,9 +96,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	var err error
 	if snap {
 		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
-		cp.Snapshot, err = json.Marshal(c.state)
+		cp.Snapshot, err = encodeJSON(c.state)
 	} else if c.writes != nil {
-		cp.Writes, err = json.Marshal(c.writes)
+		cp.Writes, err = encodeJSON(c.writes)
 	}
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
@@ -96,16 +109,24 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err != nil {
 		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)
 	}
-	if err := st.Put(ctx, cp); err != nil {
+	if deferred {
+		err = r.putAsync(ctx, cp)
+	} else {
+		err = st.Put(ctx, cp)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %v", errStore, err)
 	}
+	r.unsaved = false
 	if snap {
 		r.sinceSnap, r.snapSize = 0, len(cp.Snapshot)
 	} else {
 		r.sinceSnap += len(cp.Writes)
 	}
 	r.id = cp.ID
-	r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	if r.engine.Sink != nil {
+		r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	}
 	return nil
 }
 
@@ -113,6 +134,12 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 // reducers. Every reducer runs before any field is written, so a failing
 // update leaves the state as it was.
 func merge(g *Graph, state State, upd Update) (State, error) {
+	return mergeGrowing(g, state, upd, nil)
+}
+
+// mergeGrowing is merge with the lists the append reducer may grow in
+// place (nil: none).
+func mergeGrowing(g *Graph, state State, upd Update, grow lists) (State, error) {
 	if len(upd) == 0 {
 		return state, nil
 	}
@@ -127,7 +154,13 @@ func merge(g *Graph, state State, upd Update) (State, error) {
 		if !ok {
 			return nil, fmt.Errorf("update of %q, which is not a state field", k)
 		}
-		nv, err := f.Reducer(state[k], v)
+		var nv any
+		var err error
+		if grow != nil && isAppend(f.Reducer) {
+			nv, err = grow.append(k, state[k], v)
+		} else {
+			nv, err = f.Reducer(state[k], v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", k, err)
 		}
@@ -146,6 +179,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		return nil, nil, fmt.Errorf("checkpoint %d: %w", cps[0].ID, err)
 	}
 	var m meta
+	grow := lists{}
 	for i, cp := range cps {
 		var cm meta
 		if err := decodeInto(cp.Meta, &cm); err != nil {
@@ -162,7 +196,7 @@ func rebuild(g *Graph, cps []*store.Checkpoint) (State, *meta, error) {
 		}
 		for _, u := range []Update{upd, cm.SideWrites} {
 			var err error
-			if state, err = merge(g, state, u); err != nil {
+			if state, err = mergeGrowing(g, state, u, grow); err != nil {
 				return nil, nil, fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 			}
 		}

@@ -38,6 +38,10 @@ type Engine struct {
 	// runs it at the same time, and renews the lease while it works; the
 	// thread of a run that crashed can be resumed that long after.
 	LeaseTTL time.Duration
+	// Durability says when a step's checkpoint reaches the store:
+	// DurabilitySync, DurabilityAsync or DurabilityExit; "" is the
+	// graph's, else sync.
+	Durability string
 
 	meter     *meter // set for a child thread: its parent's
 	owner     string // the Engine as a lease owner (leaseOwner)
@@ -112,7 +116,7 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	}
 	r.input, r.started = input, r.now()
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})
-	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true}); err != nil {
+	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true, step: true}); err != nil {
 		return nil, err
 	}
 	return r.loop(ctx, state, g.Start, nil)

@@ -46,6 +46,9 @@ type Graph struct {
 	// (KindAfter); RunOptions can replace them for one invocation.
 	InterruptBefore []string
 	InterruptAfter  []string
+	// Durability is the pipeline's durability mode (DurabilitySync, ...),
+	// unless the Engine sets one; "": sync.
+	Durability string
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
 	// CheckInput checks a run's input before the thread starts and returns

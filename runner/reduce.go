@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -41,6 +42,39 @@ func Append(old, update any) (any, error) {
 		return append(slices.Clip(list), more...), nil
 	}
 	return append(slices.Clip(list), update), nil
+}
+
+// lists lets a run's append reducer grow lists in place, amortised O(1) a
+// step instead of a copy of the whole list: it holds, per field, the list
+// the run last appended to, with its spare capacity. The state holds that
+// list clipped to its length, so whoever else appends to it copies it,
+// and only the run writes past its end; a list the run did not make, or
+// not the newest it made for the field, is copied first, as Append does.
+type lists map[string][]any
+
+// appendPC identifies the Append reducer, which lists stands in for.
+var appendPC = reflect.ValueOf(Append).Pointer()
+
+// isAppend reports whether f is the Append reducer.
+func isAppend(f Reducer) bool { return reflect.ValueOf(f).Pointer() == appendPC }
+
+// append is Append of update to old, the value of field.
+func (l lists) append(field string, old, update any) (any, error) {
+	list, ok := old.([]any)
+	if old != nil && !ok {
+		return Append(old, update)
+	}
+	full := l[field]
+	if len(list) == 0 || len(full) != len(list) || &full[0] != &list[0] {
+		full = slices.Clip(list)
+	}
+	if more, ok := update.([]any); ok {
+		full = append(full, more...)
+	} else {
+		full = append(full, update)
+	}
+	l[field] = full
+	return slices.Clip(full), nil
 }
 
 // Add adds numbers; integers stay integers.

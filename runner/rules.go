@@ -265,7 +265,7 @@ func (r *Run) afterNode(s *Step, merged State) (Update, error) {
 	if err != nil || len(upd) == 0 {
 		return nil, err
 	}
-	if _, err := merge(r.Graph, merged, upd); err != nil {
+	if _, err := mergeGrowing(r.Graph, merged, upd, r.lists); err != nil {
 		return nil, &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: a tool's or a rule's state update: %v", s.Name, err)}
 	}
 	return upd, nil

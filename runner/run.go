@@ -38,6 +38,12 @@ type Run struct {
 	// next checkpoint records it.
 	caught    map[string]any
 	caughtNew bool
+	lists     lists // the lists the run's steps grow in place
+	// unsaved: a step's checkpoint was not written (exit mode), so the
+	// next one written is a snapshot; async: the checkpoints being
+	// written in the background (async mode).
+	unsaved bool
+	async   *asyncPuts
 	// base is the context the run was given, before its limits: a
 	// pipeline's handler runs under it; handling is set while one runs.
 	base     context.Context
@@ -76,7 +82,12 @@ type delivery struct{ value any }
 
 // loop runs steps from node cur until the thread ends or pauses; resume,
 // when set, goes to the first node.
-func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (*Result, error) {
+func (r *Run) loop(ctx context.Context, state State, cur string, resume *delivery) (res *Result, err error) {
+	defer func() { // the checkpoints still being written in the background
+		if ferr := r.flush(); ferr != nil && err == nil {
+			res, err = nil, fmt.Errorf("%w: %v", errStore, ferr)
+		}
+	}()
 	g := r.Graph
 	r.base = ctx
 	if g.Timeout > 0 {
@@ -125,6 +136,17 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 	return r.complete(ctx, state)
 }
 
+// routeRun brings the run the route conditions see up to date: the same
+// map from step to step (a condition's result is a bool, so the map does
+// not escape), with the clock's new reading.
+func (r *Run) routeRun() {
+	if m, ok := r.vars["run"].(map[string]any); ok {
+		m["now"] = r.now().UTC().Format(time.RFC3339Nano)
+		return
+	}
+	r.vars["run"] = r.runVar()
+}
+
 // errorVar is what expressions see as error.
 func (r *Run) errorVar() map[string]any {
 	if r.caught == nil {
@@ -154,7 +176,10 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": next})
 		upd = r.errorUpdate(cur, err)
 	}
-	merged, err := merge(r.Graph, *state, upd)
+	if r.lists == nil {
+		r.lists = lists{}
+	}
+	merged, err := mergeGrowing(r.Graph, *state, upd, r.lists)
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
 	}
@@ -172,7 +197,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	r.step++
 	r.path = append(r.path, cur)
 	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
-	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged}
+	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged, step: true}
 	if next == End {
 		rec.status = StatusCompleted
 	}
@@ -304,12 +329,16 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// route picks the first route whose condition holds.
+// route picks the first route whose condition holds; the conditions
+// see the state and the run as they are now.
 func (r *Run) route(s *Step, state State) (string, error) {
-	r.vars["state"], r.vars["run"] = state, r.runVar()
-	for _, rt := range s.Routes {
+	for i, rt := range s.Routes {
 		if rt.When == nil {
 			return rt.To, nil
+		}
+		if i == 0 {
+			r.vars["state"] = state
+			r.routeRun()
 		}
 		ok, err := rt.When.EvalBool(r.vars)
 		if err != nil {

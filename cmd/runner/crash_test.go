@@ -40,16 +40,18 @@ var leaseEnv = "RUNNER_LEASE_TTL=" + crashLeaseTTL.String()
 // while, and a call repeated with the same Idempotency-Key is answered from
 // memory instead of executed again.
 type stepService struct {
-	mu       sync.Mutex
-	executed map[string]int // idempotency key -> executions
-	answers  map[string][]byte
-	requests int
+	mu        sync.Mutex
+	executed  map[string]int // idempotency key -> executions
+	requested map[string]int // idempotency key -> requests
+	answers   map[string][]byte
+	requests  int
 }
 
 func (s *stepService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	s.mu.Lock()
 	s.requests++
+	s.requested[key]++
 	ans, seen := s.answers[key]
 	s.mu.Unlock()
 	if !seen {
@@ -98,7 +100,7 @@ func TestCrashAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &stepService{executed: map[string]int{}, answers: map[string][]byte{}}
+	svc := &stepService{executed: map[string]int{}, requested: map[string]int{}, answers: map[string][]byte{}}
 	srv := httptest.NewServer(svc)
 	defer srv.Close()
 	dir := t.TempDir()
@@ -176,4 +178,55 @@ func checkContiguous(t *testing.T, hist string, n int) {
 			t.Fatalf("history line %d = %q: want id %d at step %d", i+1, l, i+1, i)
 		}
 	}
+}
+
+// TestCrashAndResumeExitDurability kills a `runner exec` of a pipeline
+// with durability: exit whose tool is mutating: only the journal of each
+// call (a snapshot of the state the step began with) and the end are
+// written. The resumed thread
+// ends in the uninterrupted run's state, and no call is made again but
+// the one in flight at the kill (answered from the service's memory).
+func TestCrashAndResumeExitDurability(t *testing.T) {
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &stepService{executed: map[string]int{}, requested: map[string]int{}, answers: map[string][]byte{}}
+	srv := httptest.NewServer(svc)
+	defer srv.Close()
+	dir := t.TempDir()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	doc := strings.Replace(fmt.Sprintf(crashPipeline, srv.URL, host), "limits:", "durability: exit\nlimits:", 1)
+	doc = strings.Replace(doc, "metadata: {name: step}", "metadata: {name: step}\nmutating: true", 1)
+	writeFile(t, filepath.Join(dir, "counter.yaml"), doc)
+	db := "sqlite:" + filepath.Join(dir, "state.db")
+	run := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"exec", "counter", "--store", db}, args...)...)
+		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNNER_PATHS=counter.yaml", leaseEnv)
+		return cmd
+	}
+	want, err := run("--thread", "reference").Output()
+	if err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	killAfterCheckpoints(t, run("--thread", "crash", "--events"), 6)
+	got, err := run("--resume", "crash").Output()
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if strings.TrimSpace(string(got)) != strings.TrimSpace(string(want)) {
+		t.Errorf("state after crash and resume:\n%s\nwant (uninterrupted):\n%s", got, want)
+	}
+	again := 0
+	for key, n := range svc.executed {
+		if n != 1 {
+			t.Errorf("tool call %s executed %d times", key, n)
+		}
+		again += svc.requested[key] - 1
+	}
+	if len(svc.executed) != 30 || again > 1 {
+		t.Errorf("%d distinct tool calls executed, %d requested again; want 30, at most the one in flight", len(svc.executed), again)
+	}
+	hist, _ := exec.Command(bin, "threads", "history", "crash", "--oldest-first", "--store", db).Output()
+	checkContiguous(t, string(hist), 16) // a journal a step, then the end
 }

@@ -57,6 +57,7 @@ the README.`,
 	f.Bool("events", false, "print every event as a JSON line on stdout")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	f.String("tenant", "", "the tenant a new thread runs for: its rule sets apply")
+	f.String("durability", "", "when a step's checkpoint reaches the store: sync, async or exit (default: the pipeline's durability, else sync)")
 	f.StringSlice("interrupt-before", nil, "pause before these nodes (replaces the pipeline's interrupt_before for this run)")
 	f.StringSlice("interrupt-after", nil, "pause after these nodes (replaces the pipeline's interrupt_after for this run)")
 	return cmd
@@ -80,7 +81,11 @@ func runExec(cmd *cobra.Command, args []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tenant, _ := cmd.Flags().GetString("tenant")
-	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL}
+	durability, _ := cmd.Flags().GetString("durability")
+	if err := runner.CheckDurability(durability); err != nil {
+		return usageErr(err)
+	}
+	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL, Durability: durability}
 	res, err := execute(ctx, cmd, e, target)
 	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
 		if _, perr := e.Prune(context.WithoutCancel(ctx), target.graph, res.Thread, cfg.Retention); perr != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -16,9 +17,46 @@ func BenchmarkPut(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { benchPuts(b, store.NewMemory(), 1) })
 	for _, opt := range []struct{ name, query string }{{"sqlite", ""}, {"sqlite-full", "?sync=full"}} {
 		b.Run(opt.name, func(b *testing.B) {
-			benchPuts(b, openBench(b, filepath.Join(b.TempDir(), "s.db")+opt.query), 1)
+			path := filepath.Join(b.TempDir(), "s.db")
+			s := openBench(b, path+opt.query)
+			wal := walBytesPerPut(b, s, path)
+			benchPuts(b, s, walPuts+1)
+			b.ReportMetric(wal, "wal-B/put")
 		})
 	}
+}
+
+// walPuts is how many Puts walBytesPerPut measures: few enough that the
+// WAL is not checkpointed (1,000 pages) in between.
+const walPuts = 100
+
+// walBytesPerPut Puts walPuts small checkpoints on thread t into an empty
+// WAL and returns the WAL bytes (frames of a page and its header) each
+// added.
+func walBytesPerPut(b *testing.B, s store.Store, path string) float64 {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var busy, frames, done, pageSize int
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	for id := int64(1); id <= walPuts; id++ {
+		cp := &store.Checkpoint{Thread: "t", ID: id, Parent: id - 1, Node: "agent", Status: "running",
+			Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123"}
+		if err := s.Put(context.Background(), cp); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		b.Fatal(err)
+	}
+	return float64(frames*(pageSize+24)) / walPuts
 }
 
 // BenchmarkPutLargeState documents that a Put costs what the step wrote,

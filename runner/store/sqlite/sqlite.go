@@ -28,6 +28,11 @@ import (
 // Version 2: the API server's thread records, runs and run events
 // (runs.go). Version 3: leases holds each leased thread's owner, token
 // and expiry.
+//
+// Version 4: checkpoints becomes a rowid table, the blobs out of the key
+// B-tree: a Put appends to the table's last page and adds a short entry
+// to checkpoints_key, instead of inserting a whole row (splitting pages,
+// overflowing large blobs) in the middle of a tree ordered by thread.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -71,6 +76,42 @@ CREATE TABLE leases (
 	token      INTEGER NOT NULL,
 	expires_at INTEGER NOT NULL -- Unix nanoseconds
 ) WITHOUT ROWID;
+`, `
+CREATE TABLE checkpoints_v4 (
+	seq         INTEGER PRIMARY KEY,
+	thread      TEXT    NOT NULL,
+	id          INTEGER NOT NULL,
+	parent      INTEGER NOT NULL,
+	step        INTEGER NOT NULL,
+	node        TEXT    NOT NULL,
+	next        TEXT    NOT NULL,
+	status      TEXT    NOT NULL,
+	pipeline    TEXT    NOT NULL,
+	config_hash TEXT    NOT NULL,
+	tenant      TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL, -- Unix nanoseconds
+	interrupt   BLOB,
+	meta        BLOB,
+	writes      BLOB,
+	snapshot    BLOB
+);
+INSERT INTO checkpoints_v4 (thread, id, parent, step, node, next, status, pipeline,
+	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
+SELECT thread, id, parent, step, node, next, status, pipeline,
+	config_hash, tenant, created_at, interrupt, meta, writes, snapshot
+FROM checkpoints ORDER BY thread, id;
+DROP TRIGGER checkpoints_thread;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_v4 RENAME TO checkpoints;
+CREATE UNIQUE INDEX checkpoints_key ON checkpoints (thread, id);
+CREATE INDEX checkpoints_snapshots ON checkpoints (thread, id) WHERE snapshot IS NOT NULL;
+CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints BEGIN
+	INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
+	VALUES (NEW.thread, NEW.pipeline, NEW.status, NEW.step, NEW.id, NEW.created_at)
+	ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline,
+		status = excluded.status, steps = excluded.steps,
+		last_id = excluded.last_id, updated_at = excluded.updated_at;
+END;
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
@@ -109,12 +150,15 @@ const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threa
 ORDER BY updated_at DESC, id LIMIT ?1`
 
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
-// connection, so Puts are serialized in the process without a lock of
-// ours; reads use r, whose connections read concurrently under WAL.
+// connection, so they are serialized in the process without a lock of
+// ours; Puts and lease writes are committed in groups (batch.go). Reads use r, whose connections
+// read concurrently under WAL.
 type sqliteStore struct {
 	w, r                   *sql.DB
 	put, lastID            *sql.Stmt
 	load, history, threads *sql.Stmt
+	acquire, renew         *sql.Stmt
+	group                  group
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -166,6 +210,7 @@ func (s *sqliteStore) init(path, busy string) error {
 	s.put, s.lastID = prepare(s.w, sqlitePut), prepare(s.r, sqliteLastID)
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads = prepare(s.r, sqliteThreads)
+	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
 	return err
 }
 
@@ -202,13 +247,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := store.CheckPut(cp); err != nil {
 		return err
 	}
-	res, err := s.put.ExecContext(ctx, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	n, err := s.commitPut(ctx, &putReq{stmt: s.put, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease)
-	if err != nil {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
-	}
-	n, err := res.RowsAffected()
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}})
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
@@ -349,7 +390,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
 	var err error
-	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads} {
+	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.acquire, s.renew} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}

@@ -119,8 +119,9 @@ func TestRunStoreConformance(t *testing.T) {
 }
 
 // TestSQLiteMigrateV1 opens a file of schema version 1 holding a
-// checkpoint: it is migrated, keeps the checkpoint, and takes run records
-// and leases.
+// checkpoint: it is migrated (to a rowid checkpoints table since version
+// 4), keeps the checkpoint and the thread's summary, refuses a repeated
+// id, and takes run records and leases.
 func TestSQLiteMigrateV1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runner.db")
 	db, err := sql.Open("sqlite", path)
@@ -138,6 +139,12 @@ func TestSQLiteMigrateV1(t *testing.T) {
 	ctx := context.Background()
 	if cps, err := s.Load(ctx, "t", 0); err != nil || len(cps) != 1 || string(cps[0].Writes) != `{"n":1}` {
 		t.Fatalf("Load of the version 1 checkpoint = %v, %v", cps, err)
+	}
+	if ts, err := s.Threads(ctx, 0); err != nil || len(ts) != 1 || ts[0].ID != "t" || ts[0].Steps != 1 {
+		t.Errorf("Threads after migration = %+v, %v", ts, err)
+	}
+	if err := s.Put(ctx, storetest.Checkpoint("t", 1, false)); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Put of id 1 again after migration err = %v, want store.ErrConflict", err)
 	}
 	l, err := s.Acquire(ctx, "t", "me", time.Minute)
 	if err != nil {

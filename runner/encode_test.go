@@ -1,0 +1,31 @@
+package runner
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// TestEncodeJSON: the checkpoint encoder writes what encoding/json does.
+func TestEncodeJSON(t *testing.T) {
+	type rec struct {
+		A int `json:"a"`
+	}
+	for _, v := range []any{
+		nil, true, "plain", "<tag> & \"q\" \\ \n é \u2028", int64(-42), 7, 0.0, 1.5, -2e-7, 3e21, 1e20, 123456789.125,
+		[]any{}, []any(nil), map[string]any{}, map[string]any(nil),
+		State{"b": []any{int64(1), "x", map[string]any{"z": nil, "a": false}}, "a": rec{A: 1}, "é": 1},
+		Update{"n": 1}, []string{"typed"},
+	} {
+		want, _ := json.Marshal(v)
+		got, err := encodeJSON(v)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encodeJSON(%#v) = %s, %v; want %s", v, got, err, want)
+		}
+	}
+	for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"f": func() {}}} {
+		if _, err := encodeJSON(v); err == nil {
+			t.Errorf("encodeJSON(%T): no error", v)
+		}
+	}
+}
