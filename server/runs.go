@@ -25,8 +25,11 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	if err != nil {
 		return nil, nil, err
 	}
-	name, _, err := s.graph(q.AssistantID)
+	name, g, err := s.graph(q.AssistantID)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := q.forGraph(g); err != nil {
 		return nil, nil, err
 	}
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
@@ -101,8 +104,13 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		s.start(l)
 		return watched, nil
 	}
-	if cur := s.active[rec.Thread]; cur != nil && q.MultitaskStrategy == "interrupt" {
-		cur.cancel(errCancelled)
+	if cur := s.active[rec.Thread]; cur != nil {
+		switch q.MultitaskStrategy {
+		case "interrupt":
+			cur.cancel(errCancelled)
+		case "rollback":
+			cur.cancel(errRollback)
+		}
 	}
 	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
 	return watched, nil

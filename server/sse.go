@@ -10,7 +10,8 @@ import (
 // stream writes the run's persisted events after the id after as
 // server-sent events, each with its id, then the live ones as they come,
 // until the run's end event; a comment line keeps an idle stream alive.
-// A run not live here has all its events persisted already.
+// A run not live here has all its events persisted already; one rolled
+// back may be deleted before its stream reads its end.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -27,6 +28,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *l
 		if l != nil {
 			wake = l.changed()
 		}
+		final := l == nil || l.ended() // every event it has is persisted
 		evs, err := s.runs.Events(ctx, run, after)
 		if err != nil {
 			writeEvent(w, 0, "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
@@ -40,7 +42,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *l
 				return
 			}
 		}
-		if err := rc.Flush(); err != nil || l == nil {
+		if err := rc.Flush(); err != nil || final { // a run rolled back is deleted with its end
 			return
 		}
 		select {
