@@ -94,6 +94,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 	}
 	l := newLiveRun(s.ctx, rec, q, g, stateless)
 	s.live[rec.ID] = l
+	s.runAdmitted(rec.Thread)
 	var watched *liveRun
 	if watch {
 		l.streams.Add(1)

@@ -65,7 +65,10 @@ type Server struct {
 	live    map[string]*liveRun   // run id → a run pending or running here
 	active  map[string]*liveRun   // thread id → its running run
 	queued  map[string][]*liveRun // thread id → its pending runs, in order
-	stateMu sync.Mutex            // serializes state edits with run starts
+	// admitted: thread id → closed when a run of the thread is admitted
+	// (thread streams wait on it)
+	admitted map[string]chan struct{}
+	stateMu  sync.Mutex // serializes state edits with run starts
 }
 
 // assistantNS is the namespace of assistant ids: uuid5(assistantNS, name).
@@ -100,7 +103,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
-		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{}}
+		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
+		admitted: map[string]chan struct{}{}}
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}

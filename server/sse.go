@@ -2,17 +2,25 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
 // stream writes the run's persisted events after the id after as
 // server-sent events, each with its id, then the live ones as they come,
 // until the run's end event; a comment line keeps an idle stream alive.
-// A run not live here has all its events persisted already; one rolled
-// back may be deleted before its stream reads its end.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64) {
+	rc := startSSE(w)
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	s.relay(r.Context(), w, rc, beat, run, l, after, seqID)
+}
+
+// startSSE answers with an event stream and flushes its headers.
+func startSSE(w http.ResponseWriter) *http.ResponseController {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -20,9 +28,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *l
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	beat := time.NewTicker(s.cfg.Heartbeat)
-	defer beat.Stop()
-	ctx := r.Context()
+	return rc
+}
+
+// seqID is an event's id in its run's stream: its number.
+func seqID(_ string, seq int64) string { return strconv.FormatInt(seq, 10) }
+
+// relay writes a run's events after the id after, each with the id idOf
+// gives it, then the live ones as they come; it reports whether it wrote
+// the run's end, false when the client went away first. A run not live
+// here has all its events persisted already; one rolled back may be
+// deleted before its stream reads its end.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, beat *time.Ticker,
+	run string, l *liveRun, after int64, idOf func(run string, seq int64) string) bool {
 	for {
 		var wake <-chan struct{}
 		if l != nil {
@@ -31,41 +49,54 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *l
 		final := l == nil || l.ended() // every event it has is persisted
 		evs, err := s.runs.Events(ctx, run, after)
 		if err != nil {
-			writeEvent(w, 0, "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
-			return
+			writeEvent(w, "", "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
+			return false
 		}
 		for _, ev := range evs {
-			writeEvent(w, ev.Seq, ev.Event, ev.Data)
+			writeEvent(w, idOf(run, ev.Seq), ev.Event, ev.Data)
 			after = ev.Seq
 			if ev.Event == "end" {
-				_ = rc.Flush()
-				return
+				return rc.Flush() == nil
 			}
 		}
-		if err := rc.Flush(); err != nil || final { // a run rolled back is deleted with its end
-			return
+		if err := rc.Flush(); err != nil || final {
+			return err == nil
 		}
+		if !s.idle(ctx, w, beat, wake) {
+			return false
+		}
+	}
+}
+
+// idle waits for wake, writing a heartbeat comment at each beat; false
+// when the client went away.
+func (s *Server) idle(ctx context.Context, w http.ResponseWriter, beat *time.Ticker, wake <-chan struct{}) bool {
+	for {
 		select {
 		case <-wake:
+			return true
 		case <-beat.C:
 			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
-				return
+				return false
+			}
+			if err := http.NewResponseController(w).Flush(); err != nil {
+				return false
 			}
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }
 
 // writeEvent writes one event: its id, its name and its JSON on one data
 // line.
-func writeEvent(w http.ResponseWriter, id int64, event string, data []byte) {
+func writeEvent(w http.ResponseWriter, id, event string, data []byte) {
 	if len(data) == 0 {
 		data = []byte("null")
 	}
 	var b bytes.Buffer
-	if id > 0 {
-		fmt.Fprintf(&b, "id: %d\n", id)
+	if id != "" {
+		fmt.Fprintf(&b, "id: %s\n", id)
 	}
 	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", event, bytes.ReplaceAll(data, []byte("\n"), nil))
 	_, _ = w.Write(b.Bytes())

@@ -257,6 +257,30 @@ check("multitaskStrategy rollback replaces the running run", async () => {
   await expectStatus(404, () => client.runs.get(thread.thread_id, run.run_id));
 });
 
+check("threads.joinStream joins the thread's runs; lastEventId resumes after an event", async () => {
+  const thread = await client.threads.create();
+  // untilEnd reads a thread stream to its run's end, then leaves it.
+  const untilEnd = async (opts) => {
+    const ctl = new AbortController();
+    const out = [];
+    for await (const c of client.threads.joinStream(thread.thread_id, { ...opts, signal: ctl.signal })) {
+      out.push(c);
+      if (c.event === "end") break;
+    }
+    ctl.abort();
+    return out;
+  };
+  const joined = untilEnd({});
+  await new Promise((r) => setTimeout(r, 100));
+  const run = await client.runs.create(thread.thread_id, AGENT, { input: INPUT, streamMode: ["updates"] });
+  const chunks = await joined;
+  assert.equal(chunks[0].event, "metadata");
+  assert.equal(chunks[0].data.run_id, run.run_id);
+  assert.ok(interruptOf(chunks), "the joined run reaches the gate");
+  const rest = await untilEnd({ lastEventId: chunks[1].id });
+  assert.deepEqual(rest.map((c) => c.id), chunks.slice(2).map((c) => c.id));
+});
+
 check("unknown thread is 404", async () => {
   await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
 });
