@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -197,15 +198,11 @@ func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	setRunLocation(w, rec, false)
-	out, err := s.wait(r.Context(), rec)
-	if err != nil {
-		if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
-			l.cancel(errCancelled)
-		}
-		return err
+	err = s.answer(w, r, rec)
+	if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
+		l.cancel(errCancelled)
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return err
 }
 
 // createStreamRun starts a run and streams its events.
@@ -216,11 +213,11 @@ func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	setRunLocation(w, rec, true)
 	if l == nil { // an earlier request with its Idempotency-Key created it: rejoin
-		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0)
+		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0, nil)
 		return nil
 	}
 	defer l.streams.Done()
-	s.stream(w, r, rec.ID, l, 0)
+	s.stream(w, r, rec.ID, l, 0, nil)
 	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
 		l.cancel(errCancelled)
 	}
@@ -243,17 +240,52 @@ func (s *Server) liveRun(id string) *liveRun {
 	return s.live[id]
 }
 
-// wait waits for a run to end and returns what runs/wait returns; for a
-// run that ended before, the thread's values.
-func (s *Server) wait(ctx context.Context, rec *store.RunRecord) (any, error) {
-	if l := s.liveRun(rec.ID); l != nil {
+// answer writes what runs/wait and join return once the run has ended.
+// A run that goes on past a heartbeat interval is answered 200 at once,
+// with a newline at every beat before the JSON (which parsers skip), so
+// no client's read timeout fires on a long run, as LangGraph's server does.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRecord) error {
+	l := s.liveRun(rec.ID)
+	if l == nil {
+		out, err := s.ended(r.Context(), rec)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	rc := http.NewResponseController(w)
+	for started := false; ; started = true {
 		select {
 		case <-l.done:
-			return l.final, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
+			if !started {
+				writeJSON(w, http.StatusOK, l.final)
+				return nil
+			}
+			return encodeJSON(w, l.final)
+		case <-beat.C:
+			if !started {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+			}
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return nil
+			}
+			_ = rc.Flush()
+		case <-r.Context().Done():
+			if !started {
+				return r.Context().Err()
+			}
+			return nil
 		}
 	}
+}
+
+// ended returns what runs/wait returns for a run that ended before: the
+// thread's values.
+func (s *Server) ended(ctx context.Context, rec *store.RunRecord) (any, error) {
 	t, err := s.runs.Thread(ctx, rec.Thread)
 	if err != nil {
 		return nil, err

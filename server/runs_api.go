@@ -77,23 +77,49 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.wait(r.Context(), rec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.answer(w, r, rec)
 }
 
-// joinStream streams a run's events after Last-Event-ID, then live ones.
+// joinStream streams a run's events after Last-Event-ID, then live ones:
+// those of the stream_mode query's modes (none, or empty: every mode).
+// With cancel_on_disconnect the run is cancelled when the client leaves
+// before it ends.
 func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	rec, err := s.threadRun(r)
 	if err != nil {
 		return err
 	}
+	cancel, err := queryBool(r, "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
 	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
-	s.stream(w, r, rec.ID, s.liveRun(rec.ID), after)
+	l := s.liveRun(rec.ID)
+	s.stream(w, r, rec.ID, l, after, modeFilter(r.URL.Query()["stream_mode"]))
+	if cancel && l != nil && r.Context().Err() != nil && !l.ended() {
+		l.cancel(errCancelled)
+	}
 	return nil
+}
+
+// modeFilter keeps the events of the stream modes listed, with a run's
+// metadata, error and end; nil (keep all) when none is listed.
+func modeFilter(modes []string) func(event string) bool {
+	modes = slices.DeleteFunc(slices.Clone(modes), func(m string) bool { return m == "" })
+	if len(modes) == 0 {
+		return nil
+	}
+	return func(event string) bool {
+		if event == "metadata" || event == "error" || event == "end" {
+			return true
+		}
+		for _, m := range modes {
+			if event == m || strings.HasPrefix(event, m+"/") || m == "messages-tuple" && event == "messages" {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // cancelRun cancels a pending or running run. With action interrupt (the

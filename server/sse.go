@@ -12,11 +12,22 @@ import (
 // stream writes the run's persisted events after the id after as
 // server-sent events, each with its id, then the live ones as they come,
 // until the run's end event; a comment line keeps an idle stream alive.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64) {
+// keep, when not nil, says which events are written.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64, keep func(event string) bool) {
 	rc := startSSE(w)
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
-	s.relay(r.Context(), w, rc, beat, run, l, after, seqID)
+	s.relay(r.Context(), w, rc, beat, relayed{run: run, l: l, after: after, idOf: seqID, keep: keep})
+}
+
+// relayed is the run a relay writes: from after on, each event with the
+// id idOf gives it, those keep keeps (nil: all).
+type relayed struct {
+	run   string
+	l     *liveRun
+	after int64
+	idOf  func(run string, seq int64) string
+	keep  func(event string) bool
 }
 
 // startSSE answers with an event stream and flushes its headers.
@@ -34,13 +45,12 @@ func startSSE(w http.ResponseWriter) *http.ResponseController {
 // seqID is an event's id in its run's stream: its number.
 func seqID(_ string, seq int64) string { return strconv.FormatInt(seq, 10) }
 
-// relay writes a run's events after the id after, each with the id idOf
-// gives it, then the live ones as they come; it reports whether it wrote
-// the run's end, false when the client went away first. A run not live
-// here has all its events persisted already; one rolled back may be
-// deleted before its stream reads its end.
-func (s *Server) relay(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, beat *time.Ticker,
-	run string, l *liveRun, after int64, idOf func(run string, seq int64) string) bool {
+// relay writes a run's persisted events, then the live ones as they
+// come; it reports whether it wrote the run's end, false when the client
+// went away first. A run not live here has all its events persisted
+// already; one rolled back may be deleted before its stream reads its end.
+func (s *Server) relay(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, beat *time.Ticker, in relayed) bool {
+	run, l, after := in.run, in.l, in.after
 	for {
 		var wake <-chan struct{}
 		if l != nil {
@@ -53,7 +63,9 @@ func (s *Server) relay(ctx context.Context, w http.ResponseWriter, rc *http.Resp
 			return false
 		}
 		for _, ev := range evs {
-			writeEvent(w, idOf(run, ev.Seq), ev.Event, ev.Data)
+			if in.keep == nil || in.keep(ev.Event) {
+				writeEvent(w, in.idOf(run, ev.Seq), ev.Event, ev.Data)
+			}
 			after = ev.Seq
 			if ev.Event == "end" {
 				return rc.Flush() == nil
@@ -76,7 +88,9 @@ func (s *Server) idle(ctx context.Context, w http.ResponseWriter, beat *time.Tic
 		case <-wake:
 			return true
 		case <-beat.C:
-			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+			// a comment line alone: a blank line after it would make
+			// SDKs that keep the last event id dispatch an empty event
+			if _, err := w.Write([]byte(": heartbeat\n")); err != nil {
 				return false
 			}
 			if err := http.NewResponseController(w).Flush(); err != nil {

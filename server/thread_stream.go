@@ -53,7 +53,7 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 		}
-		if !s.relay(ctx, w, rc, beat, run, s.liveRun(run), after, threadEventID) {
+		if !s.relay(ctx, w, rc, beat, relayed{run: run, l: s.liveRun(run), after: after, idOf: threadEventID}) {
 			return nil
 		}
 		last, run, after = run, "", 0

@@ -14,7 +14,9 @@ import (
 // LangGraph JS SDK, unchanged, in both pinned major versions
 // (server/sdktest: `npm ci` there installs them; .ci/run does). The
 // scripted model's first reply is slow, so a run is still going when the
-// suite tries a second run on its thread or cancels it.
+// suite tries a second run on its thread or cancels it; the heartbeat is
+// shorter than that reply, so the SDK reads runs/wait and join answers
+// that begin with keep-alive newlines, and streams with heartbeats.
 func TestLangGraphSDK(t *testing.T) {
 	suite, err := filepath.Abs("../../server/sdktest")
 	if err != nil {
@@ -34,7 +36,8 @@ func TestLangGraphSDK(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "script.json"), slowScript(t))
 	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-sdk")+": acme\n")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
-		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
+		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"),
+		"--heartbeat", "100ms") // keep-alive newlines and comments on every run longer than that
 	cmd.Dir = "../.."
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

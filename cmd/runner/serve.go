@@ -47,6 +47,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.Bool("no-auth", false, "serve without API keys, for the default tenant (local development only)")
 	f.StringSlice("cors-origin", nil, "allow browsers from this origin (repeatable; * for any)")
 	f.Duration("grace", 10*time.Second, "on shutdown, how long running runs may go on before they are cancelled")
+	f.Duration("heartbeat", 5*time.Second, "keep-alive interval: a quiet stream's comment, a newline before a long runs/wait or join answer")
 	return cmd
 }
 
@@ -75,10 +76,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		log.Warn("serving WITHOUT authentication (--no-auth): anyone who reaches the address can run every agent; for local development only")
 	}
 	origins, _ := cmd.Flags().GetStringSlice("cors-origin")
+	beat, _ := cmd.Flags().GetDuration("heartbeat")
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth,
-		CORSOrigins: origins, Version: version(), Log: log})
+		CORSOrigins: origins, Heartbeat: beat, Version: version(), Log: log})
 	if err != nil {
 		return usageErr(err)
 	}
