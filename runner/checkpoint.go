@@ -105,7 +105,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		r.sinceSnap += len(cp.Writes)
 	}
 	r.id = cp.ID
-	r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+	r.send(Event{Type: EventCheckpoint, Node: c.node, Data: map[string]any{"id": cp.ID, "status": c.status}, State: c.state})
 	return nil
 }
 

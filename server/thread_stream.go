@@ -3,20 +3,19 @@ package server
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // threadStream is LangGraph's thread stream: the events of whatever runs
 // on the thread, one run after another as they come, until the client
 // goes away. Each event's id is run_id:seq, so Last-Event-ID resumes
 // after it: the rest of that run, then the runs created after it.
-// Without one it joins the thread's current run from its start, or
-// waits for the next.
+// Without one it joins the thread's runs that have not ended — the
+// current one from its start — then those that come.
 func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 	ctx, thread := r.Context(), r.PathValue("thread")
 	if _, err := s.record(ctx, thread); err != nil {
@@ -34,19 +33,21 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 			return problemf(http.StatusNotFound, "thread %s has no run %q", thread, run)
 		}
 	}
+	var ended map[string]bool // the runs not to stream: those that ended before the stream began
+	if run == "" {
+		var err error
+		if ended, err = s.endedRuns(ctx, thread); err != nil {
+			return err
+		}
+	}
 	rc := startSSE(w)
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	last := ""
-	if run == "" {
-		if run = s.currentRun(thread); run == "" { // the next run created from now
-			last = uuid.Must(uuid.NewV7()).String()
-		}
-	}
 	for {
 		if run == "" {
 			wake := s.threadChanged(thread)
-			if run = s.runAfter(ctx, thread, last); run == "" {
+			if run = s.runAfter(ctx, thread, last, ended); run == "" {
 				if !s.idle(ctx, w, beat, wake) {
 					return nil
 				}
@@ -74,36 +75,35 @@ func parseThreadEventID(id string) (string, int64) {
 	return run, n
 }
 
-// currentRun is the thread's running run, else the first it has queued.
-func (s *Server) currentRun(thread string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.active[thread]; l != nil {
-		return l.rec.ID
+// endedRuns are the ids of the thread's runs that have ended.
+func (s *Server) endedRuns(ctx context.Context, thread string) (map[string]bool, error) {
+	runs, err := s.runs.Runs(ctx, thread)
+	if err != nil {
+		return nil, err
 	}
-	if q := s.queued[thread]; len(q) > 0 {
-		return q[0].rec.ID
+	ended := map[string]bool{}
+	for _, r := range runs {
+		if r.Status != store.RunPending && r.Status != store.RunRunning {
+			ended[r.ID] = true
+		}
 	}
-	return ""
+	return ended, nil
 }
 
 // runAfter is the thread's first run created after run (run ids are
-// UUIDv7s, ordered by time).
-func (s *Server) runAfter(ctx context.Context, thread, run string) string {
+// UUIDv7s, ordered by time; "": its first) that is not in skip.
+func (s *Server) runAfter(ctx context.Context, thread, run string, skip map[string]bool) string {
 	runs, err := s.runs.Runs(ctx, thread)
 	if err != nil {
 		return ""
 	}
-	ids := make([]string, 0, len(runs))
+	next := ""
 	for _, r := range runs {
-		if r.ID > run {
-			ids = append(ids, r.ID)
+		if r.ID > run && !skip[r.ID] && (next == "" || r.ID < next) {
+			next = r.ID
 		}
 	}
-	if len(ids) == 0 {
-		return ""
-	}
-	return slices.Min(ids)
+	return next
 }
 
 // threadChanged returns a channel closed when a run of thread is next
