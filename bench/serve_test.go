@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // BenchmarkServe measures `runner serve` over loopback on SQLite with the
@@ -31,9 +33,21 @@ import (
 // process; each phase is bounded in runs. Run it with
 //
 //	go test ./bench -run '^$' -bench BenchmarkServe -benchtime 1x
+//
+// BENCH_SERVE_STORE=memory: serves from the memory store instead;
+// BENCH_SERVE_URL and BENCH_SERVE_PID measure a server already running
+// that serves the loop as fraud_investigator (bench/serve.sh starts
+// LangGraph.js's own with bench/peer/serve).
 func BenchmarkServe(b *testing.B) {
 	raiseFileLimit(b)
 	srv := startServe(b)
+	if url := os.Getenv("BENCH_SERVE_URL"); url != "" {
+		pid, err := strconv.Atoi(os.Getenv("BENCH_SERVE_PID"))
+		if err != nil {
+			b.Fatal("BENCH_SERVE_URL needs the server's BENCH_SERVE_PID")
+		}
+		srv.url, srv.pid = url, pid
+	}
 	input := map[string]any{"transaction_id": "txn_1001"}
 	run := func(i int) error {
 		_, err := srv.post(fmt.Sprintf("/threads/%s/runs/wait", threadID("w", i)),
@@ -64,10 +78,20 @@ type served struct {
 	client *http.Client
 }
 
-// startServe builds runner and serves the project from a SQLite file,
-// without auth, on a loopback port; the server stops with the benchmark.
+// startServe builds runner and serves the project from a SQLite file (or
+// BENCH_SERVE_STORE), without auth, on a loopback port; the server stops
+// with the benchmark. With BENCH_SERVE_URL set it only makes the client.
 func startServe(b *testing.B) *served {
+	tr := &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000}
+	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	if os.Getenv("BENCH_SERVE_URL") != "" {
+		return &served{client: client}
+	}
 	dir := b.TempDir()
+	dsn := "sqlite:" + filepath.Join(dir, "state.db")
+	if d := os.Getenv("BENCH_SERVE_STORE"); d != "" {
+		dsn = d
+	}
 	bin := filepath.Join(dir, "runner")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/runner").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
@@ -76,7 +100,7 @@ func startServe(b *testing.B) *served {
 	if err := os.WriteFile(script, []byte("[]"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"), "--script", script)
+	cmd := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--store", dsn, "--script", script)
 	cmd.Dir = ".."
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -92,18 +116,21 @@ func startServe(b *testing.B) *served {
 			}
 		}
 	}()
-	tr := &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000}
 	select {
 	case u := <-url:
-		return &served{url: u, pid: cmd.Process.Pid, client: &http.Client{Transport: tr, Timeout: 60 * time.Second}}
+		return &served{url: u, pid: cmd.Process.Pid, client: client}
 	case <-time.After(60 * time.Second):
 		b.Fatal("the server never said where it listens")
 	}
 	return nil
 }
 
+// benchNS makes this process's thread ids: UUIDs, as LangGraph's
+// servers require.
+var benchNS = uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "bench/%d/%d", os.Getpid(), time.Now().UnixNano()))
+
 func threadID(prefix string, i int) string {
-	return fmt.Sprintf("bench-%s-%d-%d", prefix, os.Getpid(), i)
+	return uuid.NewSHA1(benchNS, fmt.Appendf(nil, "%s/%d", prefix, i)).String()
 }
 
 // post sends a JSON body and reads the whole answer; a status other than
@@ -257,6 +284,14 @@ func (s *served) timeToFirstEvent(b *testing.B, n int, input map[string]any) {
 // run on each thread (32 at a time): every stream must read its run to
 // its end event.
 func (s *served) heldStreams(b *testing.B, n int, input map[string]any) {
+	probe := threadID("probe", 0)
+	if _, err := s.post("/threads", map[string]any{"thread_id": probe}); err != nil {
+		b.Fatal(err)
+	}
+	if !s.hasThreadStream(probe) {
+		b.Logf("%-14s skipped: the server serves no thread stream (GET /threads/{id}/stream)", "held-streams")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var opened, ended, failed atomic.Int64
@@ -293,6 +328,19 @@ func (s *served) heldStreams(b *testing.B, n int, input map[string]any) {
 	if ended.Load() != int64(n) {
 		b.Errorf("%d of %d held streams did not end", int64(n)-ended.Load(), n)
 	}
+}
+
+// hasThreadStream reports whether GET /threads/{id}/stream answers 200.
+func (s *served) hasThreadStream(thread string) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/threads/"+thread+"/stream", nil)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // holdStream reads a thread's stream until a run's end event.
