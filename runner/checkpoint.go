@@ -125,7 +125,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	r.id = cp.ID
 	if r.engine.Sink != nil {
-		r.emit(EventCheckpoint, c.node, map[string]any{"id": cp.ID, "status": c.status})
+		r.send(Event{Type: EventCheckpoint, Node: c.node, Data: map[string]any{"id": cp.ID, "status": c.status}, State: c.state})
 	}
 	return nil
 }

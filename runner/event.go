@@ -31,6 +31,11 @@ type Event struct {
 	// duration, the tool call or result, the interrupt, the checkpoint id,
 	// the error, the result (done).
 	Data any `json:"data,omitempty"`
+	// State is, for a checkpoint event, the thread's state as of that
+	// checkpoint (through the reducers), so a sink need not read it back
+	// from the store. It is the run's own: read it during the call only,
+	// never keep or change it.
+	State State `json:"-"`
 }
 
 // Sink receives events; it must not block for long.

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/runner-dev/runner/runner"
@@ -32,5 +33,27 @@ func TestRewindReplays(t *testing.T) {
 	}
 	if _, err := e.Rewind(ctx, g, "t", 99); err == nil {
 		t.Error("rewind to an unknown checkpoint succeeded")
+	}
+}
+
+// Goto writes values through the reducers and makes a node the next to
+// run: a resume runs it from there; an unknown node is refused.
+func TestGoto(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	g := loopGraph(3, 0)
+	if _, err := e.Run(ctx, g, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := e.Goto(ctx, g, "t", runner.Update{"n": 5}, "inc")
+	if err != nil || ts.Status != runner.StatusUpdated || ts.Next != "inc" || ts.State["n"] != int64(8) {
+		t.Fatalf("goto: %v %+v", err, ts)
+	}
+	res, err := e.Resume(ctx, g, "t", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusCompleted || res.State["n"] != int64(9) || len(res.Path) != 1 {
+		t.Fatalf("resume after goto: %v %+v", err, res)
+	}
+	if _, err := e.Goto(ctx, g, "t", nil, "nope"); !errors.Is(err, runner.ErrInput) {
+		t.Errorf("goto an unknown node: %v, want ErrInput", err)
 	}
 }

@@ -72,8 +72,15 @@ type Run struct {
 func (r *Run) Emit(typ, node string, data any) { r.emit(typ, node, data) }
 
 func (r *Run) emit(typ, node string, data any) {
+	r.send(Event{Type: typ, Node: node, Data: data})
+}
+
+// send stamps ev with the run's thread, step and time and gives it to
+// the sink.
+func (r *Run) send(ev Event) {
 	if r.engine.Sink != nil {
-		r.engine.Sink(Event{Type: typ, Thread: r.Thread, Step: r.step, Node: node, Time: r.now(), Data: data})
+		ev.Thread, ev.Step, ev.Time = r.Thread, r.step, r.now()
+		r.engine.Sink(ev)
 	}
 }
 

@@ -141,26 +141,10 @@ const StatusUpdated = "updated"
 // empty the thread stays where it stands: a paused thread keeps waiting,
 // with the edited state. A running thread cannot be edited.
 func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Update, asNode string) (*ThreadState, error) {
-	if e.Store == nil {
-		return nil, errors.New("updating a thread needs a store")
-	}
-	cps, err := e.Store.Load(ctx, thread, 0)
+	r, last, state, values, err := e.edit(ctx, g, thread, values)
 	if err != nil {
 		return nil, err
 	}
-	last := cps[len(cps)-1]
-	if last.Status == StatusRunning {
-		return nil, fmt.Errorf("%w: thread %s is running (or crashed mid-step); resume it before editing it", ErrThreadBusy, thread)
-	}
-	state, m, err := rebuild(g, cps)
-	if err != nil {
-		return nil, err
-	}
-	values = normalizeObject(values)
-	if state, err = merge(g, state, values); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInput, err)
-	}
-	r := e.reopen(g, thread, cps, m)
 	rec := cpRecord{node: last.Node, next: last.Next, status: last.Status, writes: values, state: state}
 	if asNode == "" { // it stays where it stands: a paused step keeps its interrupt and its journal
 		rec.interrupt = pendingInterrupt(last)
@@ -185,6 +169,54 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 		return nil, err
 	}
 	return e.State(ctx, g, thread, 0)
+}
+
+// Goto writes values to a thread of g through the fields' reducers and
+// makes node the next to run (LangGraph's Command goto): the thread
+// leaves the step it stood in, a pending interrupt with it, and a resume
+// runs node. A running thread cannot be moved; a node g does not have is
+// refused with an error wrapping ErrInput.
+func (e *Engine) Goto(ctx context.Context, g *Graph, thread string, values Update, node string) (*ThreadState, error) {
+	if g.Nodes[node] == nil {
+		return nil, fmt.Errorf("%w: pipeline %s has no node %q; its nodes are: %v", ErrInput, g.Name, node, nodeNames(g))
+	}
+	r, last, state, values, err := e.edit(ctx, g, thread, values)
+	if err != nil {
+		return nil, err
+	}
+	r.calls, r.sideUpd = nil, nil
+	r.turn = last.Step // what follows is a run of its own: limits count from here
+	rec := cpRecord{node: last.Node, next: node, status: StatusUpdated, writes: values, state: state, snapshot: true}
+	if err := r.checkpoint(ctx, rec); err != nil {
+		return nil, err
+	}
+	return e.State(ctx, g, thread, 0)
+}
+
+// edit reopens a thread of g that is not running, with values merged
+// into its state through the reducers; it returns the thread's newest
+// checkpoint and the values normalised.
+func (e *Engine) edit(ctx context.Context, g *Graph, thread string, values Update) (*Run, *store.Checkpoint, State, Update, error) {
+	if e.Store == nil {
+		return nil, nil, nil, nil, errors.New("updating a thread needs a store")
+	}
+	cps, err := e.Store.Load(ctx, thread, 0)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	last := cps[len(cps)-1]
+	if last.Status == StatusRunning {
+		return nil, nil, nil, nil, fmt.Errorf("%w: thread %s is running (or crashed mid-step); resume it before editing it", ErrThreadBusy, thread)
+	}
+	state, m, err := rebuild(g, cps)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	values = normalizeObject(values)
+	if state, err = merge(g, state, values); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
+	}
+	return e.reopen(g, thread, cps, m), last, state, values, nil
 }
 
 // Rewind makes an earlier checkpoint id of thread its newest again: a new

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
@@ -325,7 +326,7 @@ func (s *Server) followConversation(r *http.Request, sw *streamWriter, c *convRu
 		evs, ended, wake := c.since(n)
 		for _, ev := range evs {
 			n++
-			writeEvent(sw.w, int64(n), ev.name, ev.data)
+			writeEvent(sw.w, strconv.Itoa(n), ev.name, ev.data)
 		}
 		if !sw.flush() || ended {
 			return

@@ -13,12 +13,17 @@ import (
 const (
 	modeRun      = iota // a new turn: Engine.Run with the input
 	modeResume          // deliver command.resume to the pending interrupt
-	modeContinue        // continue a cancelled, failed or edited thread
+	modeContinue        // continue a cancelled, failed, edited or statically paused thread
 )
 
 // errCancelled is the cause of a run cancelled by a client or by a run
-// that interrupts it (multitask_strategy interrupt).
-var errCancelled = errors.New("run cancelled")
+// that interrupts it (multitask_strategy interrupt); errRollback of one
+// cancelled to be undone (cancel action rollback, multitask_strategy
+// rollback).
+var (
+	errCancelled = errors.New("run cancelled")
+	errRollback  = errors.New("run rolled back")
+)
 
 // plan decides how a run drives thread, from where its checkpoints leave
 // it; a run that does not fit is a 409 saying why.
@@ -30,6 +35,7 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 	if err != nil {
 		return 0, err
 	}
+	static := ts != nil && ts.Interrupt != nil && (ts.Interrupt.Kind == runner.KindBefore || ts.Interrupt.Kind == runner.KindAfter)
 	switch {
 	case q.resuming():
 		if ts == nil || ts.Status != runner.StatusInterrupted {
@@ -37,8 +43,15 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 				thread, statusOr(ts, "new"))
 		}
 		return modeResume, nil
+	case q.goTo != "":
+		if ts == nil {
+			return 0, problemf(http.StatusConflict, "thread %s has not run yet: command.goto moves a thread that has; start a run first", thread)
+		}
+		return modeContinue, nil
 	case ts == nil || ts.Status == runner.StatusCompleted:
 		return modeRun, nil
+	case static && q.input == nil: // paused by interrupt_before/after: a run without input goes on
+		return modeContinue, nil
 	case ts.Status == runner.StatusInterrupted:
 		return 0, problemf(http.StatusConflict, "thread %s waits on an interrupt at node %s: resume it with command.resume", thread, ts.Next)
 	case q.input != nil:
@@ -76,7 +89,12 @@ func (s *Server) execute(l *liveRun) {
 		g = &limited
 	}
 	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
+	l.from = s.newestCheckpoint(context.WithoutCancel(ctx), l.rec.Thread)
 	res, err := s.drive(ctx, e, g, l)
+	if errors.Is(context.Cause(ctx), errRollback) {
+		s.rollback(l)
+		return
+	}
 	status := store.RunError
 	switch {
 	case err != nil && ctx.Err() != nil: // cancelled before the engine began: the thread is as it was
@@ -112,18 +130,91 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	if err != nil {
 		return nil, err
 	}
-	switch mode {
-	case modeRun:
-		return e.Run(ctx, g, thread, q.input)
-	case modeResume:
-		if q.input != nil { // input with command: merged into the paused state, then resumed
-			if _, err := e.Update(ctx, g, thread, q.input, ""); err != nil {
-				return nil, err
-			}
-		}
-		return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume})
+	input, err := applyCommand(ctx, e, g, thread, q, mode)
+	if err != nil {
+		return nil, err
 	}
-	return e.Resume(ctx, g, thread, runner.ResumeOptions{})
+	if mode == modeRun {
+		return e.RunWith(ctx, g, thread, input, q.opts)
+	}
+	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: q.opts})
+}
+
+// applyCommand writes what a run carries beside a new turn's input before
+// the thread goes on — the input of a run that resumes or moves it,
+// command.update (Engine.Update), command.goto (Engine.Goto) — and
+// returns the new turn's input. On a thread without checkpoints
+// command.update is part of the first input.
+func applyCommand(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string, q *runRequest, mode int) (map[string]any, error) {
+	if mode == modeRun {
+		if q.update == nil {
+			return q.input, nil
+		}
+		_, err := e.Update(ctx, g, thread, q.update, "")
+		if errors.Is(err, store.ErrNotFound) {
+			input := clone(q.input)
+			for k, v := range q.update {
+				input[k] = v
+			}
+			return input, nil
+		}
+		return q.input, err
+	}
+	if q.input != nil { // merged into the paused state, then resumed
+		if _, err := e.Update(ctx, g, thread, q.input, ""); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	switch {
+	case q.goTo != "":
+		_, err = e.Goto(ctx, g, thread, q.update, q.goTo)
+	case q.update != nil:
+		_, err = e.Update(ctx, g, thread, q.update, "")
+	}
+	return nil, err
+}
+
+// newestCheckpoint is the id of thread's newest checkpoint (0: it has
+// none; -1: unknown, the store failed), where a rollback returns it.
+func (s *Server) newestCheckpoint(ctx context.Context, thread string) int64 {
+	h, err := s.cfg.Store.History(ctx, thread)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return 0
+	case err != nil:
+		s.cfg.Log.Error("the checkpoint a run starts from", "thread", thread, "err", err)
+		return -1
+	}
+	return h[len(h)-1].ID
+}
+
+// rollback ends a run cancelled to be undone: its thread goes back to
+// the checkpoint the run started from, the run ends and its record is
+// deleted, as LangGraph's rollback does.
+func (s *Server) rollback(l *liveRun) {
+	ctx := context.WithoutCancel(l.ctx)
+	if err := s.restore(ctx, l); err != nil {
+		s.cfg.Log.Error("rollback: the thread is left as the run left it", "run", l.rec.ID, "thread", l.rec.Thread, "err", err)
+	}
+	l.final, l.undone = map[string]any{}, true
+	s.finish(l, store.RunInterrupted)
+}
+
+// restore makes the checkpoint l started from its thread's newest again
+// (Engine.Rewind); a thread that had none loses those the run wrote.
+func (s *Server) restore(ctx context.Context, l *liveRun) error {
+	now := s.newestCheckpoint(ctx, l.rec.Thread)
+	switch {
+	case l.from < 0 || now < 0:
+		return errors.New("the store did not say where the thread stood")
+	case now == l.from:
+		return nil
+	case l.from == 0:
+		return s.cfg.Store.Delete(ctx, l.rec.Thread)
+	}
+	_, err := (&runner.Engine{Store: s.cfg.Store}).Rewind(ctx, l.g, l.rec.Thread, l.from)
+	return err
 }
 
 // finalValues is what runs/wait returns: the thread's values, with the
@@ -151,7 +242,8 @@ func clone(m map[string]any) map[string]any {
 
 // finish ends l with status: the thread is free for its next queued run
 // (started here) before the status is written, so a client that sees the
-// run ended may start another; then the stream gets its end.
+// run ended may start another; then the stream gets its end, and a run
+// undone (rolled back) is deleted.
 func (s *Server) finish(l *liveRun, status string) {
 	s.mu.Lock()
 	if s.active[l.rec.Thread] == l {
@@ -169,6 +261,11 @@ func (s *Server) finish(l *liveRun, status string) {
 	}
 	s.ended(l, status)
 	s.emit(l, "end", nil)
+	if l.undone {
+		if err := s.runs.DeleteRun(context.WithoutCancel(l.ctx), l.rec.ID); err != nil {
+			s.cfg.Log.Error("rollback: run record not deleted", "run", l.rec.ID, "err", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.live, l.rec.ID)

@@ -84,6 +84,41 @@ func failGraph() *runner.Graph {
 		}}
 }
 
+// stepsGraph runs a, b, c in turn, each appending its name to path.
+func stepsGraph() *runner.Graph {
+	step := func(name, next string) *runner.Step {
+		return &runner.Step{Name: name, Node: fn(func(context.Context, *runner.Input) (runner.Update, error) {
+			return runner.Update{"path": name}, nil
+		}), Routes: []runner.Route{{To: next}}}
+	}
+	return &runner.Graph{Name: "steps", Start: "a", MaxSteps: 20,
+		Fields: map[string]runner.Field{"path": {Reducer: runner.Append, Default: []any{}}, "note": {Reducer: runner.Replace, Default: ""}},
+		Nodes:  map[string]*runner.Step{"a": step("a", "b"), "b": step("b", "c"), "c": step("c", runner.End)}}
+}
+
+// holdGraph adds one to n, then, when block is set, waits in its second
+// node until released or cancelled.
+func holdGraph(release <-chan struct{}) *runner.Graph {
+	return &runner.Graph{Name: "hold", Start: "add", MaxSteps: 10,
+		Fields: map[string]runner.Field{"n": {Reducer: runner.Add, Default: int64(0)}, "block": {Reducer: runner.Replace, Default: false}},
+		Nodes: map[string]*runner.Step{
+			"add": {Name: "add", Node: fn(func(context.Context, *runner.Input) (runner.Update, error) {
+				return runner.Update{"n": int64(1)}, nil
+			}), Routes: []runner.Route{{To: "hold"}}},
+			"hold": {Name: "hold", Node: fn(func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+				if in.State["block"] != true {
+					return nil, nil
+				}
+				select {
+				case <-release:
+					return nil, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}), Routes: []runner.Route{{To: runner.End}}},
+		}}
+}
+
 // testKey is the API key of tenant acme; otherKey of tenant other.
 const testKey, otherKey = "sk-acme", "sk-other"
 
@@ -106,7 +141,8 @@ func newEnv(t *testing.T, tweak ...func(*server.Config)) *env {
 	}
 	e := &env{t: t, store: st, release: make(chan struct{}), key: testKey}
 	cfg := server.Config{Store: st, Heartbeat: 50 * time.Millisecond,
-		Graphs:  map[string]*runner.Graph{"approval": approvalGraph(), "slow": slowGraph(e.release), "fail": failGraph()},
+		Graphs: map[string]*runner.Graph{"approval": approvalGraph(), "slow": slowGraph(e.release), "fail": failGraph(),
+			"steps": stepsGraph(), "hold": holdGraph(e.release)},
 		APIKeys: map[string]string{server.HashKey(testKey): "acme", server.HashKey(otherKey): "other"}}
 	for _, f := range tweak {
 		f(&cfg)
@@ -159,6 +195,7 @@ func (e *env) call(method, path string, body any, status int) map[string]any {
 	if resp.StatusCode != status {
 		e.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, data, status)
 	}
+	data = bytes.TrimLeft(data, "\n") // keep-alive newlines before a long run's answer
 	var out map[string]any
 	if len(data) > 0 && data[0] == '{' {
 		if err := json.Unmarshal(data, &out); err != nil {

@@ -15,6 +15,8 @@ type liveRun struct {
 	q         *runRequest
 	g         *runner.Graph
 	stateless bool
+	from      int64 // the checkpoint the run started from (0: none; -1: unknown)
+	undone    bool  // rolled back: deleted once it ends
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

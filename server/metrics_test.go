@@ -44,7 +44,7 @@ func TestMetrics(t *testing.T) {
 	out := e.call("POST", "/threads/inv-1/runs/wait", map[string]any{"assistant_id": "fraud_investigator",
 		"input": map[string]any{"transaction_id": "txn_1001"}}, 200)
 	if out["status"] != "COMPLETED" || out["severity"] != "CRITICAL" {
-		t.Fatalf("investigation ended %v %v", out["status"], out["severity"])
+		t.Fatalf("investigation ended %v %v: %v", out["status"], out["severity"], out)
 	}
 	e.call("POST", "/threads", map[string]any{"thread_id": "conv-1"}, 200)
 	e.call("POST", "/threads/conv-1/runs/wait", map[string]any{"assistant_id": "rule_37",

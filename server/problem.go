@@ -57,9 +57,14 @@ func asProblem(err error) *problem {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	_ = encodeJSON(w, v)
+}
+
+// encodeJSON writes v as JSON to a response already begun.
+func encodeJSON(w http.ResponseWriter, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	return enc.Encode(v)
 }
 
 // decodeBody decodes a JSON request body into v; an empty body leaves v

@@ -37,7 +37,10 @@ type runRequest struct {
 
 	input  map[string]any // decoded, in runner's message form
 	resume any            // command.resume, decoded
+	update map[string]any // command.update, decoded, in runner's message form
+	goTo   string         // command.goto: the node the thread continues at
 	modes  []string
+	opts   runner.RunOptions
 }
 
 // Stream modes runner produces.
@@ -63,17 +66,11 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 		return problemf(http.StatusUnprocessableEntity, "%s is not supported by runner's runtime", what)
 	}
 	switch {
-	case present(q.InterruptBefore) || present(q.InterruptAfter):
-		return nil, unsupported("interrupt_before/interrupt_after (pause with a require_hitl rule or an interrupt node instead)")
-	case q.Command != nil && (hasJSON(q.Command.Update) || hasJSON(q.Command.Goto)):
-		return nil, unsupported("command.update/command.goto (edit the state with POST /threads/{id}/state)")
 	case q.Webhook != "":
 		return nil, unsupported("webhook")
 	case q.AfterSeconds > 0:
 		return nil, unsupported("after_seconds (delayed runs)")
-	case q.MultitaskStrategy == "rollback":
-		return nil, unsupported("multitask_strategy rollback (checkpoints are never rolled back; use interrupt)")
-	case !slices.Contains([]string{"", "reject", "enqueue", "interrupt"}, q.MultitaskStrategy):
+	case !slices.Contains([]string{"", "reject", "enqueue", "interrupt", "rollback"}, q.MultitaskStrategy):
 		return nil, problemf(http.StatusUnprocessableEntity, "unknown multitask_strategy %q", q.MultitaskStrategy)
 	case !slices.Contains([]string{"", "cancel", "continue"}, q.OnDisconnect):
 		return nil, problemf(http.StatusUnprocessableEntity, "unknown on_disconnect %q", q.OnDisconnect)
@@ -97,14 +94,104 @@ func (q *runRequest) decodeValues() error {
 		}
 		q.input = inValues(obj)
 	}
-	if q.Command != nil && hasJSON(q.Command.Resume) {
+	if q.Command == nil {
+		return nil
+	}
+	if hasJSON(q.Command.Resume) {
 		v, err := runner.DecodeJSON(q.Command.Resume)
 		if err != nil {
 			return problemf(http.StatusUnprocessableEntity, "command.resume: %v", err)
 		}
 		q.resume = v
 	}
+	if hasJSON(q.Command.Update) {
+		v, err := runner.DecodeJSON(q.Command.Update)
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return problemf(http.StatusUnprocessableEntity, "command.update must be a JSON object of state fields")
+		}
+		q.update = inValues(obj)
+	}
+	return q.decodeGoto()
+}
+
+// decodeGoto reads command.goto: a node name, or a list of one (runner
+// runs one node at a time, so it continues at one node).
+func (q *runRequest) decodeGoto() error {
+	if !hasJSON(q.Command.Goto) {
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(q.Command.Goto, &q.goTo); err == nil && q.goTo != "" {
+		list = []string{q.goTo}
+	} else if err := json.Unmarshal(q.Command.Goto, &list); err != nil {
+		return problemf(http.StatusUnprocessableEntity, "command.goto must be a node name or a list of node names (runner takes no Send objects)")
+	}
+	if len(list) != 1 {
+		return problemf(http.StatusUnprocessableEntity, "command.goto names %d nodes: runner runs one node at a time, so it continues at exactly one", len(list))
+	}
+	if q.resuming() {
+		return problemf(http.StatusUnprocessableEntity, "command.goto with command.resume: goto leaves the interrupted step, so the resume value would go nowhere; send one of them")
+	}
+	q.goTo = list[0]
 	return nil
+}
+
+// forGraph checks the nodes the request names against g (a 422 naming
+// the one it does not have) and sets the run's interrupt_before and
+// interrupt_after ("*": every node).
+func (q *runRequest) forGraph(g *runner.Graph) error {
+	if q.goTo != "" && g.Nodes[q.goTo] == nil {
+		return problemf(http.StatusUnprocessableEntity, "command.goto names node %q, which %s does not have; its nodes are: %v", q.goTo, g.Name, nodesOf(g))
+	}
+	var err error
+	if q.opts.InterruptBefore, err = nodeList("interrupt_before", q.InterruptBefore, g); err != nil {
+		return err
+	}
+	q.opts.InterruptAfter, err = nodeList("interrupt_after", q.InterruptAfter, g)
+	return err
+}
+
+// nodeList reads interrupt_before or interrupt_after: nil when absent, a
+// list of g's nodes, or "*" for all of them.
+func nodeList(field string, v any, g *runner.Graph) ([]string, error) {
+	var names []string
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if x != "*" {
+			return nil, problemf(http.StatusUnprocessableEntity, "%s must be a list of node names or \"*\", not %q", field, x)
+		}
+		return nodesOf(g), nil
+	case []any:
+		names = make([]string, 0, len(x))
+		for _, n := range x {
+			s, ok := n.(string)
+			if !ok {
+				return nil, problemf(http.StatusUnprocessableEntity, "%s must list node names, not %v", field, n)
+			}
+			names = append(names, s)
+		}
+	default:
+		return nil, problemf(http.StatusUnprocessableEntity, "%s must be a list of node names or \"*\"", field)
+	}
+	for _, n := range names {
+		if g.Nodes[n] == nil {
+			return nil, problemf(http.StatusUnprocessableEntity, "%s names node %q, which %s does not have; its nodes are: %v", field, n, g.Name, nodesOf(g))
+		}
+	}
+	return names, nil
+}
+
+// nodesOf lists g's nodes by name.
+func nodesOf(g *runner.Graph) []string {
+	names := make([]string, 0, len(g.Nodes))
+	for n := range g.Nodes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // parseModes reads stream_mode: one mode or a list (default values).
@@ -132,18 +219,5 @@ func (q *runRequest) wants(mode string) bool { return slices.Contains(q.modes, m
 
 // resuming reports whether the run resumes a pending interrupt.
 func (q *runRequest) resuming() bool { return q.Command != nil && hasJSON(q.Command.Resume) }
-
-// present reports whether interrupt_before/after names any node.
-func present(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case []any:
-		return len(x) > 0
-	case string:
-		return x != ""
-	}
-	return true
-}
 
 func hasJSON(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }

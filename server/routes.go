@@ -26,6 +26,7 @@ func (s *Server) routes() *http.ServeMux {
 	handle("GET /threads/{thread}/state/{checkpoint}", s.getState)
 	handle("POST /threads/{thread}/state", s.updateState)
 	handle("POST /threads/{thread}/history", s.history)
+	handle("GET /threads/{thread}/stream", s.threadStream)
 
 	handle("POST /threads/{thread}/runs", s.createBackgroundRun)
 	handle("POST /threads/{thread}/runs/stream", s.createStreamRun)

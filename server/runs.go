@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -25,8 +26,11 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	if err != nil {
 		return nil, nil, err
 	}
-	name, _, err := s.graph(q.AssistantID)
+	name, g, err := s.graph(q.AssistantID)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := q.forGraph(g); err != nil {
 		return nil, nil, err
 	}
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
@@ -91,6 +95,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 	}
 	l := newLiveRun(s.ctx, rec, q, g, stateless)
 	s.live[rec.ID] = l
+	s.runAdmitted(rec.Thread)
 	var watched *liveRun
 	if watch {
 		l.streams.Add(1)
@@ -101,8 +106,13 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		s.start(l)
 		return watched, nil
 	}
-	if cur := s.active[rec.Thread]; cur != nil && q.MultitaskStrategy == "interrupt" {
-		cur.cancel(errCancelled)
+	if cur := s.active[rec.Thread]; cur != nil {
+		switch q.MultitaskStrategy {
+		case "interrupt":
+			cur.cancel(errCancelled)
+		case "rollback":
+			cur.cancel(errRollback)
+		}
 	}
 	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
 	return watched, nil
@@ -188,15 +198,11 @@ func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	setRunLocation(w, rec, false)
-	out, err := s.wait(r.Context(), rec)
-	if err != nil {
-		if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
-			l.cancel(errCancelled)
-		}
-		return err
+	err = s.answer(w, r, rec)
+	if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
+		l.cancel(errCancelled)
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return err
 }
 
 // createStreamRun starts a run and streams its events.
@@ -207,11 +213,11 @@ func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	setRunLocation(w, rec, true)
 	if l == nil { // an earlier request with its Idempotency-Key created it: rejoin
-		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0)
+		s.stream(w, r, rec.ID, s.liveRun(rec.ID), 0, nil)
 		return nil
 	}
 	defer l.streams.Done()
-	s.stream(w, r, rec.ID, l, 0)
+	s.stream(w, r, rec.ID, l, 0, nil)
 	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
 		l.cancel(errCancelled)
 	}
@@ -234,8 +240,50 @@ func (s *Server) liveRun(id string) *liveRun {
 	return s.live[id]
 }
 
-// wait waits for a run to end and returns what runs/wait returns; for a
-// run that ended before, the thread's values.
+// answer writes what runs/wait and join return once the run has ended.
+// A run that goes on past a heartbeat interval is answered 200 at once,
+// with a newline at every beat before the JSON (which parsers skip), so
+// no client's read timeout fires on a long run, as LangGraph's server does.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRecord) error {
+	l := s.liveRun(rec.ID)
+	if l == nil {
+		out, err := s.pastValues(r.Context(), rec)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	rc := http.NewResponseController(w)
+	for started := false; ; started = true {
+		select {
+		case <-l.done:
+			if !started {
+				writeJSON(w, http.StatusOK, l.final)
+				return nil
+			}
+			return encodeJSON(w, l.final)
+		case <-beat.C:
+			if !started {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusOK)
+			}
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return nil
+			}
+			_ = rc.Flush()
+		case <-r.Context().Done():
+			if !started {
+				return r.Context().Err()
+			}
+			return nil
+		}
+	}
+}
+
+// wait returns what runs/wait returns once the run has ended.
 func (s *Server) wait(ctx context.Context, rec *store.RunRecord) (any, error) {
 	if l := s.liveRun(rec.ID); l != nil {
 		select {
@@ -245,6 +293,12 @@ func (s *Server) wait(ctx context.Context, rec *store.RunRecord) (any, error) {
 			return nil, ctx.Err()
 		}
 	}
+	return s.pastValues(ctx, rec)
+}
+
+// pastValues returns what runs/wait returns for a run that ended before:
+// the thread's values.
+func (s *Server) pastValues(ctx context.Context, rec *store.RunRecord) (any, error) {
 	t, err := s.runs.Thread(ctx, rec.Thread)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -83,50 +84,83 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.wait(r.Context(), rec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.answer(w, r, rec)
 }
 
-// joinStream streams a run's events after Last-Event-ID, then live ones.
+// joinStream streams a run's events after Last-Event-ID, then live ones:
+// those of the stream_mode query's modes (none, or empty: every mode).
+// With cancel_on_disconnect the run is cancelled when the client leaves
+// before it ends.
 func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) error {
 	rec, err := s.threadRun(r)
 	if err != nil {
 		return err
 	}
+	cancel, err := queryBool(r, "cancel_on_disconnect")
+	if err != nil {
+		return err
+	}
 	after, _ := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64)
-	s.stream(w, r, rec.ID, s.liveRun(rec.ID), after)
+	l := s.liveRun(rec.ID)
+	s.stream(w, r, rec.ID, l, after, modeFilter(r.URL.Query()["stream_mode"]))
+	if cancel && l != nil && r.Context().Err() != nil && !l.ended() {
+		l.cancel(errCancelled)
+	}
 	return nil
 }
 
-// cancelRun cancels a pending or running run (action interrupt): it stops
-// at its node, its thread resumable; with wait=1 the answer waits for it.
+// modeFilter keeps the events of the stream modes listed, with a run's
+// metadata, error and end; nil (keep all) when none is listed.
+func modeFilter(modes []string) func(event string) bool {
+	modes = slices.DeleteFunc(slices.Clone(modes), func(m string) bool { return m == "" })
+	if len(modes) == 0 {
+		return nil
+	}
+	return func(event string) bool {
+		if event == "metadata" || event == "error" || event == "end" {
+			return true
+		}
+		for _, m := range modes {
+			if event == m || strings.HasPrefix(event, m+"/") || m == "messages-tuple" && event == "messages" {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// cancelRun cancels a pending or running run. With action interrupt (the
+// default) it stops at its node, its thread resumable; with rollback its
+// thread goes back to where it stood before the run, and the run is
+// deleted. With wait=1 (or true) the answer waits for it.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	rec, err := s.threadRun(r)
 	if err != nil {
 		return err
 	}
+	cause := errCancelled
 	switch r.URL.Query().Get("action") {
 	case "", "interrupt":
 	case "rollback":
-		return problemf(http.StatusUnprocessableEntity, "action rollback is not supported: runner never rolls checkpoints back; use interrupt")
+		cause = errRollback
 	default:
 		return problemf(http.StatusUnprocessableEntity, "unknown action %q", r.URL.Query().Get("action"))
+	}
+	wait, err := queryBool(r, "wait")
+	if err != nil {
+		return err
 	}
 	l := s.liveRun(rec.ID)
 	if l == nil {
 		return problemf(http.StatusConflict, "run %s has ended (%s)", rec.ID, rec.Status)
 	}
-	if s.dequeue(l) {
-		l.final = map[string]any{}
+	if s.dequeue(l) { // it never ran: nothing to undo
+		l.final, l.undone = map[string]any{}, cause == errRollback
 		s.finish(l, store.RunInterrupted)
 	} else {
-		l.cancel(errCancelled)
+		l.cancel(cause)
 	}
-	if w1 := r.URL.Query().Get("wait"); w1 == "1" || w1 == "true" {
+	if wait {
 		select {
 		case <-l.done:
 		case <-r.Context().Done():
@@ -135,6 +169,19 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// queryBool reads a boolean query parameter as both SDKs send it: 1 or
+// 0 (JS), true or false (Python); absent is false.
+func queryBool(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); strings.ToLower(v) {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, problemf(http.StatusUnprocessableEntity, "query parameter %s must be true or false (or 1 or 0), not %q", name, v)
+	}
 }
 
 // dequeue removes l from its thread's queue; false when it is not queued.

@@ -83,7 +83,10 @@ type Server struct {
 	live    map[string]*liveRun   // run id → a run pending or running here
 	active  map[string]*liveRun   // thread id → its running run
 	queued  map[string][]*liveRun // thread id → its pending runs, in order
-	stateMu sync.Mutex            // serializes state edits with run starts
+	// admitted: thread id → closed when a run of the thread is admitted
+	// (thread streams wait on it)
+	admitted map[string]chan struct{}
+	stateMu  sync.Mutex // serializes state edits with run starts
 
 	metrics *metrics
 	tracing *tracing
@@ -127,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
-		owner: reaperOwner(), swept: make(chan struct{}),
+		owner: reaperOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub()}
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name

@@ -61,14 +61,17 @@ func (s *Server) valuesEvent(l *liveRun, ev runner.Event) {
 	if !l.q.wants("values") || (d["status"] != runner.StatusRunning && d["status"] != runner.StatusCompleted) {
 		return
 	}
-	id, _ := d["id"].(int64)
-	e := &runner.Engine{Store: s.cfg.Store}
-	ts, err := e.State(s.ctx, l.g, l.rec.Thread, id)
-	if err != nil {
-		s.cfg.Log.Error("state for a values event", "run", l.rec.ID, "err", err)
-		return
+	state := ev.State
+	if state == nil { // a runtime that does not hand it over: read it back
+		id, _ := d["id"].(int64)
+		ts, err := (&runner.Engine{Store: s.cfg.Store}).State(s.ctx, l.g, l.rec.Thread, id)
+		if err != nil {
+			s.cfg.Log.Error("state for a values event", "run", l.rec.ID, "err", err)
+			return
+		}
+		state = ts.State
 	}
-	s.emitLocked(l, "values", outValues(ts.State))
+	s.emitLocked(l, "values", outValues(state))
 }
 
 // updateEvents streams a step's update, and the messages it added.

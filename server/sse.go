@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -14,54 +15,92 @@ import (
 // stream writes the run's persisted events after the id after as
 // server-sent events, each with its id, then the live ones as they come,
 // until the run's end event; a comment line keeps an idle stream alive.
-// A run not live here has all its events persisted already, unless it
-// runs on another server sharing the store: then its events are polled
-// for every remotePoll until it ends. A stream open longer than the
-// maximum ends with an error event: the client rejoins with Last-Event-ID.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64) {
+// keep, when not nil, says which events are written.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, run string, l *liveRun, after int64, keep func(event string) bool) {
 	sw := s.openStream(w)
 	defer sw.close()
-	var poll <-chan time.Time
-	if l == nil {
-		t := time.NewTicker(remotePoll)
-		defer t.Stop()
-		poll = t.C
-	}
-	ctx := r.Context()
+	s.relay(r.Context(), sw, relayed{run: run, l: l, after: after, idOf: seqID, keep: keep})
+}
+
+// relayed is the run a relay writes: from after on, each event with the
+// id idOf gives it, those keep keeps (nil: all).
+type relayed struct {
+	run   string
+	l     *liveRun
+	after int64
+	idOf  func(run string, seq int64) string
+	keep  func(event string) bool
+}
+
+// seqID is an event's id in its run's stream: its number.
+func seqID(_ string, seq int64) string { return strconv.FormatInt(seq, 10) }
+
+// relay writes a run's persisted events, then the live ones as they
+// come; it reports whether it wrote the run's end, false when the client
+// went away or the stream reached its maximum duration first. A run not
+// live here has all its events persisted already, unless it runs on
+// another server sharing the store: its events are then polled every
+// remotePoll until it ends. One rolled back may be deleted before its
+// stream reads its end.
+func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
+	run, l, after := in.run, in.l, in.after
 	for {
-		var wake <-chan struct{}
-		if l != nil {
-			wake = l.changed()
-		}
+		wake, final := s.nextWake(ctx, run, l)
 		evs, err := s.runs.Events(ctx, run, after)
 		if err != nil {
-			writeEvent(w, 0, "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
-			return
+			writeEvent(sw.w, "", "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
+			return false
 		}
 		for _, ev := range evs {
-			writeEvent(w, ev.Seq, ev.Event, ev.Data)
+			if in.keep == nil || in.keep(ev.Event) {
+				writeEvent(sw.w, in.idOf(run, ev.Seq), ev.Event, ev.Data)
+			}
 			after = ev.Seq
 			if ev.Event == "end" {
-				sw.flush()
-				return
+				return sw.flush()
 			}
 		}
-		if !sw.flush() || l == nil && !s.runsElsewhere(ctx, run) {
-			return
+		if !sw.flush() || final {
+			return sw.flush()
 		}
+		if !s.idle(ctx, sw, wake, fmt.Sprintf("rejoin its stream with Last-Event-ID: %s", in.idOf(run, after))) {
+			return false
+		}
+	}
+}
+
+// nextWake is what a relay of run waits on for more events: the live
+// run's change, or, for a run on another server, the next poll; final
+// when every event the run will have is persisted.
+func (s *Server) nextWake(ctx context.Context, run string, l *liveRun) (<-chan struct{}, bool) {
+	if l != nil {
+		return l.changed(), l.ended()
+	}
+	if !s.runsElsewhere(ctx, run) {
+		return nil, true
+	}
+	c := make(chan struct{})
+	time.AfterFunc(remotePoll, func() { close(c) })
+	return c, false
+}
+
+// idle waits for wake, writing a heartbeat comment at each beat; false
+// when the client went away, or when the stream reached its maximum
+// duration (it then ends with an error event saying how to rejoin).
+func (s *Server) idle(ctx context.Context, sw *streamWriter, wake <-chan struct{}, rejoin string) bool {
+	for {
 		select {
 		case <-wake:
-		case <-poll:
+			return true
 		case <-sw.beat.C:
 			if !sw.heartbeat() {
-				return
+				return false
 			}
 		case <-sw.expired:
-			sw.expire(fmt.Sprintf("the stream reached its maximum duration of %s; the run goes on: rejoin its stream with Last-Event-ID: %d",
-				s.cfg.MaxStream, after))
-			return
+			sw.expire(fmt.Sprintf("the stream reached its maximum duration of %s; the run goes on: %s", s.cfg.MaxStream, rejoin))
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }
@@ -111,28 +150,30 @@ func (sw *streamWriter) close() {
 
 func (sw *streamWriter) flush() bool { return sw.rc.Flush() == nil }
 
-// heartbeat writes the keep-alive comment.
+// heartbeat writes the keep-alive comment: a comment line alone, as a
+// blank line after it would make SDKs that keep the last event id
+// dispatch an empty event.
 func (sw *streamWriter) heartbeat() bool {
-	_, err := sw.w.Write([]byte(": heartbeat\n\n"))
+	_, err := sw.w.Write([]byte(": heartbeat\n"))
 	return err == nil && sw.flush()
 }
 
 // expire ends the stream with an error event saying why.
 func (sw *streamWriter) expire(msg string) {
 	data, _ := json.Marshal(errorBody("stream_timeout", msg))
-	writeEvent(sw.w, 0, "error", data)
+	writeEvent(sw.w, "", "error", data)
 	sw.flush()
 }
 
 // writeEvent writes one event: its id, its name and its JSON on one data
 // line.
-func writeEvent(w http.ResponseWriter, id int64, event string, data []byte) {
+func writeEvent(w http.ResponseWriter, id, event string, data []byte) {
 	if len(data) == 0 {
 		data = []byte("null")
 	}
 	var b bytes.Buffer
-	if id > 0 {
-		fmt.Fprintf(&b, "id: %d\n", id)
+	if id != "" {
+		fmt.Fprintf(&b, "id: %s\n", id)
 	}
 	fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", event, bytes.ReplaceAll(data, []byte("\n"), nil))
 	_, _ = w.Write(b.Bytes())

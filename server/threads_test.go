@@ -55,8 +55,8 @@ func TestAuth(t *testing.T) {
 func TestAssistants(t *testing.T) {
 	e := newEnv(t)
 	all := e.list("POST", "/assistants/search", map[string]any{"limit": 10})
-	if len(all) != 3 {
-		t.Fatalf("%d assistants, want 3", len(all))
+	if len(all) != 5 {
+		t.Fatalf("%d assistants, want 5", len(all))
 	}
 	id := server.AssistantID("approval")
 	if id != "e234584d-b7bf-527f-9d06-ba77f8f5172d" { // uuid5(6ba7b821-..., "approval"), as LangGraph derives it

@@ -12,7 +12,9 @@ import (
 // LangGraph JS SDK, unchanged, in both pinned major versions
 // (server/sdktest: `npm ci` there installs them; .ci/run does). The
 // scripted model's first reply is slow, so a run is still going when the
-// suite tries a second run on its thread or cancels it.
+// suite tries a second run on its thread or cancels it; the heartbeat is
+// shorter than that reply, so the SDK reads runs/wait and join answers
+// that begin with keep-alive newlines, and streams with heartbeats.
 func TestLangGraphSDK(t *testing.T) {
 	suite, err := filepath.Abs("../../server/sdktest")
 	if err != nil {
@@ -28,7 +30,7 @@ func TestLangGraphSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, base := startServe(t, bin, slowScript(t), "sk-sdk")
+	_, base := startServe(t, bin, slowScript(t), "sk-sdk", "--heartbeat", "100ms") // keep-alive bytes on every run longer than that
 	for _, sdk := range []string{"sdk1", "sdk2"} {
 		t.Run(sdk, func(t *testing.T) {
 			node := exec.Command("node", "compat.mjs")

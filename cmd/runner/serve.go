@@ -49,6 +49,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.Duration("max-stream", time.Hour, "the longest a stream stays open; it then ends with an error event, and the client rejoins with Last-Event-ID")
 	f.String("log-format", "json", "log format: json (one JSON object a line) or text")
 	f.String("metrics-addr", "", "serve GET /metrics on this address only, not on --addr (keep it off public networks either way)")
+	f.Duration("heartbeat", 5*time.Second, "keep-alive interval: a quiet stream's comment, a newline before a long runs/wait or join answer")
 	return cmd
 }
 
@@ -81,6 +82,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		log.Warn("serving WITHOUT authentication (--no-auth): anyone who reaches the address can run every agent; for local development only")
 	}
 	origins, _ := cmd.Flags().GetStringSlice("cors-origin")
+	beat, _ := cmd.Flags().GetDuration("heartbeat")
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tp, err := tracerProvider(ctx)
@@ -90,6 +92,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
 		LeaseTTL: cfg.LeaseTTL}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
+	scfg.Heartbeat = beat
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
 	scfg.OwnMetricsListener = metricsAddr != ""
 	if tp != nil {

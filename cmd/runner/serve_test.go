@@ -88,15 +88,16 @@ func TestServe(t *testing.T) {
 // serveAddress reads the server's address from its stderr.
 // startServe starts `runner serve` from the repository root on a free
 // port, with an SQLite store, the scripted replies script and one API key
-// (tenant acme); it returns the process, killed when the test ends, and
-// the server's base URL.
-func startServe(t *testing.T, bin, script, key string) (*exec.Cmd, string) {
+// (tenant acme), and any further flags; it returns the process, killed
+// when the test ends, and the server's base URL.
+func startServe(t *testing.T, bin, script, key string, flags ...string) (*exec.Cmd, string) {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "script.json"), script)
 	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey(key)+": acme\n")
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "state.db"),
-		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml"))
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "state.db"),
+		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml")}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = "../.."
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -209,6 +209,78 @@ check("replay from an earlier checkpoint", async () => {
   assert.ok(values.__interrupt__?.length === 1, "the replay reaches the gate again");
 });
 
+check("interruptBefore pauses before the node; a run without input goes on; an unknown node is 422", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, AGENT, { input: INPUT, interruptBefore: ["initial_llm_call"] });
+  const st = await client.threads.getState(thread.thread_id);
+  assert.deepEqual(st.next, ["initial_llm_call"]);
+  assert.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+  const values = await client.runs.wait(thread.thread_id, AGENT, { interruptAfter: "*" });
+  assert.deepEqual((await client.threads.getState(thread.thread_id)).next, ["tool_node"], "paused after initial_llm_call");
+  assert.ok(values.messages.length > 0);
+  const gate = await client.runs.wait(thread.thread_id, AGENT);
+  assert.ok(gate.__interrupt__?.length === 1, "the run goes on to the approval gate");
+  const err = await expectStatus(422, () => client.runs.create(thread.thread_id, AGENT, { interruptBefore: ["no_such_node"] }));
+  assert.match(err.message, /no_such_node/);
+});
+
+check("command update and goto: values through the reducers, the thread continues at the node", async () => {
+  const thread = await client.threads.create();
+  await client.runs.wait(thread.thread_id, AGENT, { input: INPUT, interruptBefore: ["memory_node"] });
+  const values = await client.runs.wait(thread.thread_id, AGENT, {
+    command: { update: { recent_entity_context: ["w-1"] }, goto: "output_format" },
+  });
+  assert.deepEqual(values.recent_entity_context, ["w-1"]);
+  assert.equal(values.__interrupt__, undefined, "output_format ends the run without the gate");
+  const st = await client.threads.getState(thread.thread_id);
+  assert.equal(st.metadata.node, "output_format");
+  await expectStatus(422, () => client.runs.create(thread.thread_id, AGENT, { command: { goto: "no_such_node" } }));
+});
+
+check("cancel with action rollback: the run is deleted, the thread as before it", async () => {
+  const { thread, run } = await busyRun();
+  await client.runs.cancel(thread.thread_id, run.run_id, true, "rollback");
+  await expectStatus(404, () => client.runs.get(thread.thread_id, run.run_id));
+  const t = await client.threads.get(thread.thread_id);
+  assert.equal(t.status, "idle");
+  assert.deepEqual(t.values, {});
+});
+
+check("multitaskStrategy rollback replaces the running run", async () => {
+  const { thread, run } = await busyRun();
+  const next = await client.runs.create(thread.thread_id, AGENT, { input: INPUT, multitaskStrategy: "rollback" });
+  const values = await client.runs.join(thread.thread_id, next.run_id);
+  assert.ok(values.__interrupt__?.length === 1, "the new run reaches the gate");
+  assert.equal(values.messages.filter((m) => m.type === "human").length, 1, "the rolled-back run's input is gone");
+  const runs = await client.runs.list(thread.thread_id);
+  assert.deepEqual(runs.map((r) => r.run_id), [next.run_id]);
+  await expectStatus(404, () => client.runs.get(thread.thread_id, run.run_id));
+});
+
+check("threads.joinStream joins the thread's runs; lastEventId resumes after an event", async () => {
+  const thread = await client.threads.create();
+  // untilEnd reads a thread stream to its run's end, then leaves it.
+  const untilEnd = async (opts) => {
+    const ctl = new AbortController();
+    const out = [];
+    for await (const c of client.threads.joinStream(thread.thread_id, { ...opts, signal: ctl.signal })) {
+      out.push(c);
+      if (c.event === "end") break;
+    }
+    ctl.abort();
+    return out;
+  };
+  const joined = untilEnd({});
+  await new Promise((r) => setTimeout(r, 100));
+  const run = await client.runs.create(thread.thread_id, AGENT, { input: INPUT, streamMode: ["updates"] });
+  const chunks = await joined;
+  assert.equal(chunks[0].event, "metadata");
+  assert.equal(chunks[0].data.run_id, run.run_id);
+  assert.ok(interruptOf(chunks), "the joined run reaches the gate");
+  const rest = await untilEnd({ lastEventId: chunks[1].id });
+  assert.deepEqual(rest.map((c) => c.id), chunks.slice(2).map((c) => c.id));
+});
+
 check("unknown thread is 404", async () => {
   await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
 });
