@@ -38,7 +38,11 @@ func (s *Server) sink(l *liveRun) runner.Sink {
 			if intr == nil {
 				return
 			}
-			body := map[string]any{"__interrupt__": []any{interruptJSON(thread, ev.Step, intr)}}
+			var list []any
+			for _, it := range intr.Leaves() {
+				list = append(list, interruptJSON(it))
+			}
+			body := map[string]any{"__interrupt__": list}
 			for _, mode := range []string{"updates", "values"} {
 				if l.q.wants(mode) {
 					s.emitLocked(l, mode, body)

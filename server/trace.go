@@ -207,7 +207,7 @@ func (r *runSpans) approval(ev runner.Event) {
 	r.approvals[ev.Thread] = r.start(r.parent(ev.Thread), "approval "+intr.Node, ev, attribute.String("runner.node", intr.Node),
 		attribute.String("runner.approval.kind", intr.Kind), attribute.String("runner.approval.rule", intr.Rule),
 		attribute.String("runner.approval.message", intr.Message), attribute.StringSlice("runner.approval.tools", tools),
-		attribute.String("runner.interrupt_id", interruptID(ev.Thread, ev.Step, intr.Node))).span
+		attribute.String("runner.interrupt_id", intr.ID)).span
 }
 
 // end closes the spans still open, then the run's, with its status.

@@ -156,29 +156,30 @@ func parseCheckpoint(s string) (int64, error) {
 
 var interruptNS = uuid.MustParse("6ba7b812-9dad-11d1-80b4-00c04fd430c8")
 
-// taskID names the step a thread stands at; interruptID the interrupt
-// pending there. Both are stable while the interrupt is pending: they
-// derive from the thread, the step and the node.
+// taskID names the step a thread stands at, stable while it stands
+// there: it derives from the thread, the step and the node.
 func taskID(ts *runner.ThreadState) string {
 	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%d/%s", ts.Thread, ts.Step, ts.Next)).String()
 }
 
-func interruptID(thread string, step int, node string) string {
-	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "interrupt/%s/%d/%s", thread, step, node)).String()
-}
-
-// interruptsOf lists the interrupt a thread waits on, as [{value, id}].
+// interruptsOf lists the interrupts a thread waits on, as [{value, id}]
+// with the runtime's interrupt IDs: several when its parallel branches
+// paused, each answered by command.resume {id: value}.
 func interruptsOf(ts *runner.ThreadState) []any {
 	if ts == nil || ts.Interrupt == nil {
 		return []any{}
 	}
-	return []any{interruptJSON(ts.Thread, ts.Step, ts.Interrupt)}
+	var out []any
+	for _, it := range ts.Interrupt.Leaves() {
+		out = append(out, interruptJSON(it))
+	}
+	return out
 }
 
 // interruptJSON is an interrupt as LangGraph's {value, id}: an approval
 // gate's value is LangChain's HITL request (action_requests,
 // review_configs), with the interrupt's kind and message added.
-func interruptJSON(thread string, step int, intr *runner.Interrupt) map[string]any {
+func interruptJSON(intr *runner.Interrupt) map[string]any {
 	value := map[string]any{}
 	for k, v := range intr.Payload {
 		value[k] = v
@@ -190,7 +191,7 @@ func interruptJSON(thread string, step int, intr *runner.Interrupt) map[string]a
 	if intr.ResumeSchema != nil {
 		value["resume_schema"] = intr.ResumeSchema
 	}
-	return map[string]any{"value": value, "id": interruptID(thread, step, intr.Node)}
+	return map[string]any{"value": value, "id": intr.ID}
 }
 
 // stamp formats a time as the API does.
