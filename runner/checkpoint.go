@@ -24,7 +24,8 @@ type cpRecord struct {
 	sideWrites         Update // what calls and rules set this step, merged after writes
 	state              State
 	snapshot           bool
-	step               bool // a step's checkpoint, which the durability mode may defer
+	step               bool  // a step's checkpoint, which the durability mode may defer
+	branchFrom         int64 // > 0: the checkpoint this one replays from (a snapshot), its parent
 	interrupt          *Interrupt
 	err                *RunError
 }
@@ -81,7 +82,11 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		}
 	}
 	snap := c.snapshot || r.unsaved || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
-	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: r.id, Step: r.step, Node: c.node, Next: c.next,
+	parent := r.id
+	if c.branchFrom > 0 {
+		parent = c.branchFrom
+	}
+	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: parent, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now(), Lease: r.lease}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if r.caughtNew || snap { // a snapshot carries it on

@@ -31,6 +31,9 @@ func TestRewindReplays(t *testing.T) {
 	if len(hist) != int(again.Checkpoint) {
 		t.Errorf("history has %d checkpoints, want all %d", len(hist), again.Checkpoint)
 	}
+	if branch := hist[res.Checkpoint]; branch.Parent != 2 || hist[res.Checkpoint+1].Parent != branch.ID {
+		t.Errorf("the replay's checkpoints have parents %d, %d; want a branch from 2", branch.Parent, hist[res.Checkpoint+1].Parent)
+	}
 	if _, err := e.Rewind(ctx, g, "t", 99); err == nil {
 		t.Error("rewind to an unknown checkpoint succeeded")
 	}

@@ -17,6 +17,7 @@ import (
 type ThreadState struct {
 	Thread     string     `json:"thread"`
 	Checkpoint int64      `json:"id"`
+	Parent     int64      `json:"parent"` // the checkpoint it follows (an earlier one after a replay)
 	Step       int        `json:"step"`
 	Node       string     `json:"node,omitempty"`
 	Next       string     `json:"next,omitempty"`
@@ -41,7 +42,7 @@ func (e *Engine) State(ctx context.Context, g *Graph, thread string, id int64) (
 		return nil, err
 	}
 	cp := cps[len(cps)-1]
-	return &ThreadState{Thread: thread, Checkpoint: cp.ID, Step: cp.Step, Node: cp.Node, Next: cp.Next, Status: cp.Status,
+	return &ThreadState{Thread: thread, Checkpoint: cp.ID, Parent: cp.Parent, Step: cp.Step, Node: cp.Node, Next: cp.Next, Status: cp.Status,
 		Interrupt: pendingInterrupt(cp), State: state, Tenant: meta.Tenant, CreatedAt: cp.CreatedAt}, nil
 }
 
@@ -222,8 +223,8 @@ func (e *Engine) edit(ctx context.Context, g *Graph, thread string, values Updat
 // Rewind makes an earlier checkpoint id of thread its newest again: a new
 // checkpoint stands where id stood — the same state, node, next node,
 // status and pending interrupt — so the next run or resume replays the
-// thread from there (LangGraph's run from a checkpoint_id). The history
-// keeps the steps after id.
+// thread from there (LangGraph's run from a checkpoint_id). The new
+// checkpoint's parent is id: a new branch; the history keeps the old one.
 func (e *Engine) Rewind(ctx context.Context, g *Graph, thread string, id int64) (*ThreadState, error) {
 	if e.Store == nil {
 		return nil, errors.New("rewinding a thread needs a store")
@@ -232,7 +233,7 @@ func (e *Engine) Rewind(ctx context.Context, g *Graph, thread string, id int64) 
 	if err != nil {
 		return nil, err
 	}
-	return e.standAt(ctx, g, thread, id, thread, newest[len(newest)-1].ID)
+	return e.standAt(ctx, g, thread, id, thread, newest[len(newest)-1].ID, id)
 }
 
 // Fork starts thread to as a copy of thread from at its checkpoint id (0:
@@ -246,14 +247,14 @@ func (e *Engine) Fork(ctx context.Context, g *Graph, from string, id int64, to s
 	if _, err := e.Store.History(ctx, to); err == nil {
 		return nil, fmt.Errorf("%w: thread %s already exists", ErrThreadBusy, to)
 	}
-	return e.standAt(ctx, g, from, id, to, 0)
+	return e.standAt(ctx, g, from, id, to, 0, 0)
 }
 
 // standAt writes, after checkpoint last of thread to, a checkpoint that
 // stands where checkpoint id of thread from stood: its state, node, next
 // node, status and pending interrupt (a step it paused or cut short goes
-// on from there).
-func (e *Engine) standAt(ctx context.Context, g *Graph, from string, id int64, to string, last int64) (*ThreadState, error) {
+// on from there); branchFrom, when > 0, is its parent.
+func (e *Engine) standAt(ctx context.Context, g *Graph, from string, id int64, to string, last, branchFrom int64) (*ThreadState, error) {
 	cps, err := e.Store.Load(ctx, from, id)
 	if err != nil {
 		return nil, err
@@ -265,7 +266,8 @@ func (e *Engine) standAt(ctx context.Context, g *Graph, from string, id int64, t
 	}
 	r := e.reopen(g, to, cps, m)
 	r.id, r.snapSize, r.sinceSnap = last, 0, 0
-	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true, interrupt: pendingInterrupt(at)}
+	rec := cpRecord{node: at.Node, next: at.Next, status: at.Status, state: state, snapshot: true, interrupt: pendingInterrupt(at),
+		branchFrom: branchFrom}
 	if err := r.checkpoint(ctx, rec); err != nil {
 		return nil, err
 	}

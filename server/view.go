@@ -128,8 +128,8 @@ func stateJSON(ts *runner.ThreadState, thread string) map[string]any {
 		tasks = []any{map[string]any{"id": taskID(ts), "name": ts.Next, "interrupts": interruptsOf(ts), "state": nil, "error": nil}}
 	}
 	var parent any
-	if ts.Checkpoint > 1 {
-		parent = checkpointRef(thread, ts.Checkpoint-1)
+	if ts.Parent > 0 {
+		parent = checkpointRef(thread, ts.Parent)
 	}
 	return map[string]any{"values": outValues(ts.State), "next": next, "tasks": tasks,
 		"checkpoint": checkpointRef(thread, ts.Checkpoint), "parent_checkpoint": parent,

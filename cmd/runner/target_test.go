@@ -104,3 +104,26 @@ func TestExecSeveralInterrupts(t *testing.T) {
 		t.Fatalf("after both: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// threads fork --checkpoint without --to branches the thread itself: the
+// new checkpoint's parent is the one replayed, and a resume replays from
+// there.
+func TestThreadsBranch(t *testing.T) {
+	t.Chdir("../..")
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "state.db")
+	if code, _, errOut := runCLI(t, execArgs(dir, "ops_actions", "--thread", "b", "--input", `{"user_input": "restart nginx.service"}`)...); code != 3 {
+		t.Fatalf("exec: exit %d %s", code, errOut)
+	}
+	code, out, errOut := runCLI(t, "threads", "fork", "b", "--checkpoint", "2", "--store", db)
+	if code != 0 || !strings.Contains(out, `"parent": 2`) || !strings.Contains(out, `"next": "retrieve"`) {
+		t.Fatalf("branch: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, execArgs(dir, "ops_actions", "--resume", "b")...)
+	if code != 3 || !strings.Contains(errOut, "paused at approve") {
+		t.Fatalf("replay of the branch: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "threads", "fork", "b", "--store", db); code != 2 || !strings.Contains(errOut, "--checkpoint ID") {
+		t.Errorf("fork without --checkpoint or --to: exit %d %s", code, errOut)
+	}
+}

@@ -38,9 +38,11 @@ func newThreads() *cobra.Command {
 	update := &cobra.Command{Use: "update THREAD", Short: "Write values to a thread's state, as --as-node would have (then resume it), or in place", Args: cobra.ExactArgs(1), RunE: threadsUpdate}
 	update.Flags().String("values", "", "the state updates, as JSON or @FILE (they go through the fields' reducers)")
 	update.Flags().String("as-node", "", "write them as this node would have: the thread then stands at the node its routes choose")
-	fork := &cobra.Command{Use: "fork THREAD --to NEW", Short: "Start thread NEW as a copy of THREAD at its newest checkpoint or --checkpoint ID", Args: cobra.ExactArgs(1), RunE: threadsFork}
-	fork.Flags().Int64("checkpoint", 0, "the checkpoint to fork at (default: the newest)")
-	fork.Flags().String("to", "", "the new thread's id")
+	fork := &cobra.Command{Use: "fork THREAD [--to NEW] [--checkpoint ID]",
+		Short: "Branch THREAD at --checkpoint ID (a replay from there: exec --resume continues it), or start thread NEW as a copy of it",
+		Args:  cobra.ExactArgs(1), RunE: threadsFork}
+	fork.Flags().Int64("checkpoint", 0, "the checkpoint to branch or copy at (default: the newest)")
+	fork.Flags().String("to", "", "the new thread's id (default: a branch of THREAD itself)")
 	cmd.AddCommand(
 		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
 		show,
@@ -151,12 +153,17 @@ func pipelineFor(cmd *cobra.Command, name, agent string) (*runner.Graph, error) 
 		return nil, errors.Join(err, errors.New("the definitions here do not load"))
 	}
 	opt := dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil), Agent: proj.Agents[agent]}
+	g, err := checker.Compile(proj, name, opt)
+	if err == nil || opt.Agent != nil {
+		return g, err // as the thread ran: what the threads commands write carries its definitions
+	}
 	for _, n := range slices.Sorted(maps.Keys(proj.Agents)) { // a pipeline that calls its agent's model compiles with one
-		if opt.Agent == nil && proj.Agents[n].Pipeline == name {
+		if proj.Agents[n].Pipeline == name {
 			opt.Agent = proj.Agents[n]
+			return checker.Compile(proj, name, opt)
 		}
 	}
-	return checker.Compile(proj, name, opt)
+	return g, err
 }
 
 func threadsHistory(cmd *cobra.Command, args []string) error {
@@ -285,16 +292,22 @@ func threadsUpdate(cmd *cobra.Command, args []string) error {
 
 func threadsFork(cmd *cobra.Command, args []string) error {
 	to, _ := cmd.Flags().GetString("to")
-	if to == "" {
-		return usageErr(errors.New("fork needs --to NEW, the new thread's id"))
+	id, _ := cmd.Flags().GetInt64("checkpoint")
+	if to == "" && id == 0 {
+		return usageErr(errors.New("fork needs --checkpoint ID (a branch of the thread) or --to NEW (a copy)"))
 	}
 	st, g, err := threadGraph(cmd, args[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	id, _ := cmd.Flags().GetInt64("checkpoint")
-	ts, err := (&runner.Engine{Store: st}).Fork(cmd.Context(), g, args[0], id, to)
+	e := &runner.Engine{Store: st}
+	var ts *runner.ThreadState
+	if to == "" {
+		ts, err = e.Rewind(cmd.Context(), g, args[0], id)
+	} else {
+		ts, err = e.Fork(cmd.Context(), g, args[0], id, to)
+	}
 	return printThread(cmd, ts, err)
 }
 

@@ -34,7 +34,9 @@ var ErrFenced = errors.New("lease fenced: the thread was taken over")
 type Checkpoint struct {
 	Thread string `json:"thread"`
 	// ID is monotonic within a thread, starting at 1; Parent is the
-	// previous checkpoint's ID (0 for the first).
+	// checkpoint this one follows: the previous one for a step (0 for the
+	// first), an earlier one for a branch — a replay from there, which
+	// starts with a snapshot — so the parents of a thread form a tree.
 	ID     int64 `json:"id"`
 	Parent int64 `json:"parent"`
 	Step   int   `json:"step"`
@@ -90,7 +92,8 @@ type Thread struct {
 type Store interface {
 	// Put writes a checkpoint; it is durable when Put returns. cp.Thread
 	// must be set, cp.ID must be the thread's next ID (1 for a new thread,
-	// then the last ID + 1) and cp.Parent must be cp.ID - 1; a Put whose ID
+	// then the last ID + 1) and cp.Parent one of its earlier IDs (0 for the
+	// first; an ID below cp.ID - 1 only with a Snapshot); a Put whose ID
 	// is not the next fails with ErrConflict and writes nothing, so two
 	// writers on one thread cannot interleave. Put sets a zero cp.CreatedAt
 	// to the current time. The store keeps a copy: the caller may reuse cp
@@ -142,9 +145,12 @@ func CheckPut(cp *Checkpoint) error {
 		return errors.New("store: put: empty thread")
 	case cp.ID < 1:
 		return fmt.Errorf("store: put: thread %q: checkpoint id %d, want >= 1", cp.Thread, cp.ID)
-	case cp.Parent != cp.ID-1:
-		return fmt.Errorf("store: put: thread %q: checkpoint %d has parent %d, want %d",
+	case cp.Parent < 0 || cp.Parent >= cp.ID || cp.ID == 1 && cp.Parent != 0:
+		return fmt.Errorf("store: put: thread %q: checkpoint %d has parent %d, want an earlier checkpoint (%d for a step)",
 			cp.Thread, cp.ID, cp.Parent, cp.ID-1)
+	case cp.Parent != cp.ID-1 && len(cp.Snapshot) == 0:
+		return fmt.Errorf("store: put: thread %q: checkpoint %d branches from %d without a snapshot",
+			cp.Thread, cp.ID, cp.Parent)
 	}
 	if cp.CreatedAt.IsZero() {
 		cp.CreatedAt = time.Now()

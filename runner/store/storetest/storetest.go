@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		run  func(t *testing.T, s store.Store)
 	}{
 		{"load rebuilds from the newest snapshot", testLoad},
+		{"a branch from an earlier checkpoint", testBranch},
 		{"load without any snapshot starts at the first", testLoadNoSnapshot},
 		{"unknown thread or id is not found", testNotFound},
 		{"put rejects ids that are not next", testPutRejects},
@@ -75,6 +76,36 @@ func IDs(cps []*store.Checkpoint) []int64 {
 		out[i] = cp.ID
 	}
 	return out
+}
+
+// testBranch puts a branch: checkpoint 5 replays from 2 (with a
+// snapshot), 6 follows it; each branch loads on its own, and History
+// keeps both with their parents.
+func testBranch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	PutAll(t, s, "t", 4, 1)
+	branch := Checkpoint("t", 5, true)
+	branch.Parent = 2
+	if err := s.Put(ctx, branch); err != nil {
+		t.Fatalf("Put of a branch: %v", err)
+	}
+	if err := s.Put(ctx, Checkpoint("t", 6, false)); err != nil {
+		t.Fatalf("Put after a branch: %v", err)
+	}
+	for id, want := range map[int64][]int64{6: {5, 6}, 5: {5}, 4: {1, 2, 3, 4}, 0: {5, 6}} {
+		got, err := s.Load(ctx, "t", id)
+		if err != nil || !slices.Equal(IDs(got), want) {
+			t.Errorf("Load(t, %d) = %v, %v; want %v", id, IDs(got), err, want)
+		}
+	}
+	hist, err := s.History(ctx, "t")
+	var parents []int64
+	for _, cp := range hist {
+		parents = append(parents, cp.Parent)
+	}
+	if err != nil || !slices.Equal(parents, []int64{0, 1, 2, 3, 2, 5}) {
+		t.Errorf("History parents = %v, %v; want [0 1 2 3 2 5]", parents, err)
+	}
 }
 
 func testLoad(t *testing.T, s store.Store) {
@@ -184,7 +215,9 @@ func testPutInvalid(t *testing.T, s store.Store) {
 		{"nil", nil, "nil checkpoint"},
 		{"empty thread", bad(func(cp *store.Checkpoint) { cp.Thread = "" }), "empty thread"},
 		{"zero id", bad(func(cp *store.Checkpoint) { cp.ID, cp.Parent = 0, -1 }), "want >= 1"},
-		{"wrong parent", bad(func(cp *store.Checkpoint) { cp.Parent = 7 }), "parent 7, want 0"},
+		{"wrong parent", bad(func(cp *store.Checkpoint) { cp.Parent = 7 }), "parent 7, want an earlier checkpoint"},
+		{"branch without a snapshot", func() *store.Checkpoint { cp := Checkpoint("b", 3, false); cp.Parent = 1; return cp }(),
+			"branches from 1 without a snapshot"},
 	} {
 		err := s.Put(context.Background(), tc.cp)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
