@@ -136,6 +136,18 @@ func (m *meter) charge(kind string) (int, error) {
 	return m.usage.Iterations - 1, nil
 }
 
+// refund takes back the charge of a call of kind ("llm", "retry") that
+// was cut short before any answer.
+func (m *meter) refund(kind string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version.Add(1)
+	m.usage.LLMCalls--
+	if kind == "retry" {
+		m.usage.StructuredRetries--
+	}
+}
+
 // check returns the budget a call of kind would exceed, without counting
 // the call.
 func (m *meter) check(kind string) *BudgetError {

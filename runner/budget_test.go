@@ -245,3 +245,41 @@ func TestCallToolCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A run cancelled in the middle of an LLM call does not count the call it
+// never got an answer to: its resume makes it again with the same call
+// number, so a scripted provider gives the reply an uninterrupted run gets.
+func TestCancelledCallIsNotCounted(t *testing.T) {
+	var calls []int
+	started := make(chan struct{}, 1)
+	slow := providerFunc(func(ctx context.Context, req *runner.ChatRequest) (*runner.ChatResponse, error) {
+		calls = append(calls, req.Call)
+		if len(calls) == 1 {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return &runner.ChatResponse{}, nil
+	})
+	ask := fn(func(ctx context.Context, in *runner.Input) (runner.Update, error) {
+		_, _, err := in.Run.CallLLM(ctx, &runner.LLMRequest{Provider: slow, Model: "m", Chat: &runner.ChatRequest{},
+			Price: func(runner.Usage) float64 { return 0 }})
+		return runner.Update{"n": 1}, err
+	})
+	g := &runner.Graph{Name: "ask", Start: "ask", Hash: "h",
+		Fields: map[string]runner.Field{"n": {Reducer: runner.Add, Default: int64(0)}},
+		Nodes:  map[string]*runner.Step{"ask": {Name: "ask", Node: ask, Routes: []runner.Route{{To: runner.End}}}}}
+	e := &runner.Engine{Store: newStore(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	if res, err := e.Run(ctx, g, "t", nil); err != nil || res.Status != runner.StatusCancelled {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	res, err := e.Resume(context.Background(), g, "t", runner.ResumeOptions{})
+	if err != nil || res.Status != runner.StatusCompleted || res.Usage.LLMCalls != 1 {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+	if len(calls) != 2 || calls[0] != 0 || calls[1] != 0 {
+		t.Errorf("call numbers %v, want [0 0]: the cut call is made again as the same call", calls)
+	}
+}

@@ -327,6 +327,9 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	resp, err := r.chat(ctx, req.Provider, req.Chat)
 	rec.LatencyMS = r.now().Sub(start).Milliseconds()
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) { // the run was stopped, the call never answered: not counted, so the resumed run makes it again as call n
+			r.meter.refund(kind)
+		}
 		r.llmResult(rec, err)
 		return nil, nil, err
 	}
