@@ -1,0 +1,312 @@
+// Package testrun runs Test documents: a Test's target, compiled with
+// its mocked tools and scripted models, run on a memory store with a test
+// clock, resumed with each of its resume steps, and checked against its
+// expectations. Calls a Test does not answer are refused unless live.
+package testrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// Run runs Test t of proj and returns what did not meet its expectations. A
+// call the Test does not answer (see liveGuard) ends the run, and is all
+// it reports.
+func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef, live bool) []string {
+	calls := &callLog{}
+	ms, err := mocks(proj, t.Mocks)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	guard := &liveGuard{test: t, live: live}
+	ctx, guard.cancel = context.WithCancelCause(ctx)
+	defer guard.cancel(nil)
+	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: guard.tool, Mocks: ms,
+		Agent: proj.Agents[t.Agent], Provider: guard.providers()})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	problems, res, path := runSteps(ctx, g, t, calls)
+	if refused := guard.problems(); len(refused) > 0 {
+		return refused
+	}
+	if problems != nil {
+		return problems
+	}
+	return expectations(t, res, path, calls.names())
+}
+
+// runSteps runs a test's target, then resumes it with each of its resume
+// steps; it returns the problems that stop the test, or the final result
+// and the path of nodes run across resumes.
+func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callLog) ([]string, *runner.Result, []string) {
+	st := store.NewMemory()
+	defer st.Close()
+	clock := &testClock{}
+	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}
+	res, err := e.Run(ctx, g, "test", t.Input)
+	if err != nil {
+		return []string{err.Error()}, nil, nil
+	}
+	path := append([]string{}, res.Path...)
+	for i, step := range t.Resume { // every step is sent: one the thread does not wait for must be refused
+		if ctx.Err() != nil {
+			break // a refused call ended the run
+		}
+		clock.advance(step.After)
+		next, err := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
+		switch {
+		case step.Refused != "" && (err == nil || !strings.Contains(err.Error(), step.Refused)):
+			return []string{fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(err, "no error"))}, nil, nil
+		case step.Refused == "" && err != nil:
+			return []string{fmt.Sprintf("%s: resume %d: %v", step.Pos, i+1, err)}, nil, nil
+		case err == nil:
+			res = next
+			path = append(path, res.Path...)
+		}
+	}
+	return nil, res, path
+}
+
+// testClock is a test's clock: real time, moved forward by resume steps'
+// after:, so gate expiry is tested without waiting.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+func errOr(err error, alt string) string {
+	if err == nil {
+		return alt
+	}
+	return err.Error()
+}
+
+// expectations compares a test's outcome with what it expects; each
+// problem starts with the position of the expectation it fails.
+func expectations(t *dsl.TestDef, res *runner.Result, path, calls []string) []string {
+	var out []string
+	ex := t.Expect
+	at := func(key, format string, a ...any) {
+		out = append(out, ex.At[key].String()+": "+fmt.Sprintf(format, a...))
+	}
+	if want := ex.Status; want != "" && res.Status != want && !(want == "awaiting_hitl" && res.Status == runner.StatusInterrupted) {
+		var why error
+		if res.Error != nil {
+			why = res.Error
+		}
+		at("status", "status %s, want %s%s", res.Status, want, errSuffix(why))
+	}
+	if ex.Path != nil && !slices.Equal(path, ex.Path) {
+		at("path", "path%s\n  got:  %s\n  want: %s", firstDifference(path, ex.Path), strings.Join(path, " → "), strings.Join(ex.Path, " → "))
+	}
+	if ex.ToolCalls != nil && !slices.Equal(calls, ex.ToolCalls) {
+		at("tool_calls", "tool calls%s\n  got:  %v\n  want: %v", firstDifference(calls, ex.ToolCalls), calls, ex.ToolCalls)
+	}
+	for _, tool := range slices.Sorted(maps.Keys(ex.ToolRuns)) {
+		if got, want := countOf(calls, tool), ex.ToolRuns[tool]; got != want {
+			at("tool_runs", "tool %s ran %d times, want %d", tool, got, want)
+		}
+	}
+	if ex.Approval != nil {
+		for _, p := range approvalProblems(ex.Approval, res.Interrupt) {
+			at("approval", "%s", p)
+		}
+	}
+	errText := ""
+	if res.Error != nil {
+		errText = res.Error.Message
+	}
+	u := res.Usage
+	usage := map[string]any{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "cached_input_tokens": u.CachedInputTokens,
+		"cost_usd": u.CostUSD, "llm_calls": int64(u.LLMCalls), "tool_calls": int64(u.ToolCalls), "iterations": int64(u.Iterations),
+		"structured_retries": int64(u.StructuredRetries)}
+	vars := map[string]any{"state": map[string]any(res.State), "output": res.Output, "status": res.Status, "error": errText, "usage": usage}
+	for i, a := range ex.Assert {
+		ok, err := a.Program.EvalBool(vars)
+		if err != nil || !ok {
+			at(fmt.Sprintf("assert.%d", i), "assertion failed: %s%s%s", a.Program.Text(), errSuffix(err), readValues(a.Program.Text(), vars))
+		}
+	}
+	return out
+}
+
+// firstDifference says where two sequences first differ.
+func firstDifference(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		g, w := "(end)", "(end)"
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf(": entry %d is %s, want %s", i+1, g, w)
+		}
+	}
+	return ""
+}
+
+// reads finds the fields an assertion reads: state.x, output.y.
+var reads = regexp.MustCompile(`\b(state|output)\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// readValues renders the values of the fields an assertion reads, one a
+// line, so a failure shows what the assertion saw.
+func readValues(text string, vars map[string]any) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, m := range reads.FindAllStringSubmatch(text, -1) {
+		if seen[m[0]] {
+			continue
+		}
+		seen[m[0]] = true
+		obj, _ := vars[m[1]].(map[string]any)
+		fmt.Fprintf(&b, "\n  %s = %s", m[0], compactJSON(obj[m[2]]))
+	}
+	return b.String()
+}
+
+// approvalProblems compares the pending approval with the expected one.
+func approvalProblems(want *dsl.ExpectApproval, intr *runner.Interrupt) []string {
+	if intr == nil || intr.Rule == "" {
+		return []string{fmt.Sprintf("no pending approval, want one for %s", want.Tool)}
+	}
+	var out []string
+	if want.Rule != "" && intr.Rule != want.Rule {
+		out = append(out, fmt.Sprintf("approval rule %s, want %s", intr.Rule, want.Rule))
+	}
+	if ct, _ := intr.Payload["checkpoint_type"].(string); want.CheckpointType != "" && ct != want.CheckpointType {
+		out = append(out, fmt.Sprintf("approval checkpoint_type %s, want %s", ct, want.CheckpointType))
+	}
+	acts, _ := intr.Payload["action_requests"].([]any)
+	for _, a := range acts {
+		act, _ := a.(map[string]any)
+		if act["name"] != want.Tool {
+			continue
+		}
+		args, _ := act["args"].(map[string]any)
+		for k, v := range want.Args {
+			if compactJSON(args[k]) != compactJSON(v) {
+				out = append(out, fmt.Sprintf("approval of %s: args.%s = %s, want %s", want.Tool, k, compactJSON(args[k]), compactJSON(v)))
+			}
+		}
+		return out
+	}
+	return append(out, fmt.Sprintf("the pending approval is for %v, not %s", namesIn(acts), want.Tool))
+}
+
+func namesIn(acts []any) []any {
+	var out []any
+	for _, a := range acts {
+		out = append(out, a.(map[string]any)["name"])
+	}
+	return out
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+// errSuffix renders an optional error as " (message)".
+func errSuffix(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
+}
+
+func resumeOf(r dsl.ResumeStep) any {
+	if r.Approve != nil {
+		return map[string]any{"approved": *r.Approve}
+	}
+	return r.Value
+}
+
+// mocks turns a test's mocks into tools: the n-th call of a tool gets its
+// n-th mock, the last repeating.
+func mocks(proj *dsl.Project, ms map[string][]dsl.Mock) (map[string]runner.Tool, error) {
+	out := map[string]runner.Tool{}
+	for name, seq := range ms {
+		var err error
+		var mu sync.Mutex
+		n := 0
+		out[name], err = builtins.Checked(proj.Tools[name], runner.ToolFunc(func(ctx context.Context, _ *runner.ToolCall) (any, error) {
+			mu.Lock()
+			m := seq[min(n, len(seq)-1)]
+			n++
+			mu.Unlock()
+			if err := runner.Sleep(ctx, m.Delay); err != nil {
+				return nil, err
+			}
+			if m.Error != "" {
+				return nil, errors.New(m.Error)
+			}
+			return m.Result, nil
+		}))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// callLog records the tool calls of a run from its events.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *callLog) record(ev runner.Event) {
+	if ev.Type == runner.EventToolCall {
+		d, _ := ev.Data.(map[string]any)
+		c.mu.Lock()
+		c.calls = append(c.calls, fmt.Sprint(d["tool"]))
+		c.mu.Unlock()
+	}
+}
+
+func (c *callLog) names() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string{}, c.calls...)
+}
+
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 4000 {
+		return string(b[:4000]) + "…"
+	}
+	return string(b)
+}
