@@ -48,7 +48,20 @@ func (k *check) budget(d *Document, p *Pipeline) runner.Budget {
 	}
 	k.decode(d, n, &b, "budget")
 	k.onExceed(d, mapGet(n, "on_exceed"), p)
+	if p != nil {
+		k.repeatsLimit(d, mapGet(n, "max_steps"), b.MaxSteps > 0 && b.MaxSteps == p.MaxSteps, p, "max_steps")
+		k.repeatsLimit(d, mapGet(n, "timeout"), b.Timeout > 0 && b.Timeout == p.Timeout, p, "timeout")
+	}
 	return b
+}
+
+// repeatsLimit warns about a budget value at n that repeats the
+// pipeline's limit of the same name: a limit is declared once.
+func (k *check) repeatsLimit(d *Document, n *yaml.Node, same bool, p *Pipeline, name string) {
+	if n != nil && same {
+		k.diags.Warnf(d.Pos(n), CodeBudgetLimit, "budget.%s repeats pipeline %q's limits.%s (%s)", name, p.Name, name, n.Value).Hint =
+			"declare it once: leave it out here (the agent runs under the pipeline's limit), or set the tighter value the agent needs"
+	}
 }
 
 // onExceed checks a budget's on_exceed: fail, interrupt or a node name.

@@ -58,10 +58,11 @@ const (
 	CodeGraphShadowedCatch  = "graph.shadowed-catch"
 
 	// what a definition means beyond references
-	CodeNodeConfig = "node.config"
-	CodeRuleAction = "rule.action"
-	CodeModelAgent = "model.agent"
-	CodeURL        = "url.invalid"
+	CodeNodeConfig  = "node.config"
+	CodeRuleAction  = "rule.action"
+	CodeModelAgent  = "model.agent"
+	CodeBudgetLimit = "budget.repeats-limit"
+	CodeURL         = "url.invalid"
 
 	// compile: what Checker.Compile refuses
 	CodeCompileBuild = "compile.build"
@@ -113,6 +114,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeNodeConfig, "a node type's own check of its with:"},
 	{CodeRuleAction, "an action its trigger does not allow"},
 	{CodeModelAgent, "the agent's model called where no agent gives one"},
+	{CodeBudgetLimit, "an agent's budget max_steps or timeout that repeats its pipeline's limit (warning)"},
 	{CodeURL, "an http tool's url or a model's base_url refused"},
 	{CodeCompileBuild, "a node, tool or rule that cannot be built for this run"},
 	{CodeCompileModel, "a model that cannot be reached for this run: no API key, no script"},
