@@ -379,6 +379,19 @@ func (pc *pipelineCheck) visitExpression(e *Expression, want *Type, vars []strin
 	}
 }
 
+// visitWrite compiles an expression whose value replaces state field f:
+// it must give the field's type. (A reducer such as append or add takes
+// other shapes; an undeclared field is reported at f.)
+func (pc *pipelineCheck) visitWrite(f *FieldRef, e *Expression, vars []string) {
+	var want *Type
+	for _, fd := range pc.p.Fields {
+		if fd.Name == f.Name && fd.Reducer == "replace" {
+			want = fd.Type
+		}
+	}
+	pc.visitExpression(e, want, vars)
+}
+
 func (pc *pipelineCheck) visitTemplate(t *TemplateText, vars []string) {
 	if t.node != nil {
 		t.Template = pc.template(pc.d, t.node, pc.p.Lang, pc.env(vars))

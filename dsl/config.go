@@ -90,6 +90,7 @@ func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Deco
 // extra variables the struct tag `vars:"a,b"` gives the value's expressions.
 type configVisitor interface {
 	visitExpression(e *Expression, want *Type, vars []string)
+	visitWrite(f *FieldRef, e *Expression, vars []string) // e's value is written to state field f
 	visitTemplate(t *TemplateText, vars []string)
 	visitField(f *FieldRef)
 	visitTool(t *ToolRef)
@@ -150,13 +151,19 @@ func visitConfig(val reflect.Value, vars []string, v configVisitor) {
 
 // visitMapEntry visits a map's key (map values are not addressable, so a
 // marker value is copied, visited and stored back).
+// A map from state fields to expressions writes each value to its field:
+// the expression must give the field's type.
 func visitMapEntry(m, key, elem reflect.Value, vars []string, v configVisitor) {
 	k := reflect.New(key.Type()).Elem()
 	k.Set(key)
 	visitConfig(k, vars, v)
 	e := reflect.New(elem.Type()).Elem()
 	e.Set(elem)
-	visitConfig(e, vars, v)
+	if k.Type() == markerField && e.Type() == markerExpr {
+		v.visitWrite(k.Addr().Interface().(*FieldRef), e.Addr().Interface().(*Expression), vars)
+	} else {
+		visitConfig(e, vars, v)
+	}
 	m.SetMapIndex(key, e)
 }
 
@@ -201,6 +208,7 @@ func collectPipelineRefs(cfg any, f func(*PipelineRef)) {
 type pipelineRefs func(*PipelineRef)
 
 func (pipelineRefs) visitExpression(*Expression, *Type, []string) {}
+func (pipelineRefs) visitWrite(*FieldRef, *Expression, []string)  {}
 func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
 func (pipelineRefs) visitField(*FieldRef)                         {}
 func (pipelineRefs) visitTool(*ToolRef)                           {}
