@@ -17,7 +17,7 @@ import (
 type ExtractConfig struct {
 	// Text is the text to scan; unset, the content of the last assistant
 	// message of the From field (default "messages") is scanned.
-	Text dsl.Expression `yaml:"text"`
+	Text dsl.Expression `yaml:"text" kind:"string"`
 	From dsl.FieldRef   `yaml:"from"`
 	// Exactly one of Pattern, Patterns (tried in order: the first that
 	// matches wins) and Expr, which sees the scanned text as `text`.
@@ -29,7 +29,7 @@ type ExtractConfig struct {
 	All  bool `yaml:"all"`
 	JSON bool `yaml:"json"`
 	// Exclude is a list of values that do not count as matches.
-	Exclude dsl.Expression `yaml:"exclude"`
+	Exclude dsl.Expression `yaml:"exclude" kind:"array"`
 	// Default is written when nothing matches or the JSON is invalid.
 	Default dsl.Expression `yaml:"default"`
 	// To receives the result; Note, when set, a line saying how it was

@@ -23,7 +23,7 @@ type LLMConfig struct {
 	// Tools are offered on every call (core tools), before the agent's
 	// and the loaded skills'; Skills names skills loaded at run time.
 	Tools  []dsl.ToolRef  `yaml:"tools"`
-	Skills dsl.Expression `yaml:"skills"`
+	Skills dsl.Expression `yaml:"skills" kind:"array"`
 	// Pending receives the tool calls the reply asks for (default
 	// pending_tool_calls, when the pipeline declares it).
 	Pending dsl.FieldRef `yaml:"pending"`

@@ -13,7 +13,7 @@ import (
 type MapConfig struct {
 	// Over is the list to fan out over; each element is `item`, its
 	// position `index`.
-	Over dsl.Expression `yaml:"over"`
+	Over dsl.Expression `yaml:"over" kind:"array"`
 	// Tool runs per element with Args.
 	Tool dsl.ToolRef               `yaml:"tool"`
 	Args map[string]dsl.Expression `yaml:"args" vars:"item,index"`

@@ -19,7 +19,7 @@ type PromptConfig struct {
 	// User is the user's identity, an object with name and role.
 	User dsl.Expression `yaml:"user"`
 	// Skills names skills loaded at run time, besides the agent's.
-	Skills dsl.Expression `yaml:"skills"`
+	Skills dsl.Expression `yaml:"skills" kind:"array"`
 }
 
 // PromptNode assembles the system messages.

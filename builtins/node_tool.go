@@ -14,7 +14,7 @@ import (
 type ToolConfig struct {
 	// Tool is the tool to run, by name; or Select picks one of Tools.
 	Tool   dsl.ToolRef    `yaml:"tool"`
-	Select dsl.Expression `yaml:"select"`
+	Select dsl.Expression `yaml:"select" kind:"string"`
 	Tools  []dsl.ToolRef  `yaml:"tools"`
 	// Args are the call's arguments, each an expression over the state.
 	Args map[string]dsl.Expression `yaml:"args"`

@@ -22,7 +22,7 @@ type ToolsConfig struct {
 	// core tools and skills, the agent's tools and skills — which a tools
 	// node runs without repeating them.
 	Tools  []dsl.ToolRef  `yaml:"tools"`
-	Skills dsl.Expression `yaml:"skills"`
+	Skills dsl.Expression `yaml:"skills" kind:"array"`
 	// Timeout bounds each call (default: the tool's own).
 	Timeout time.Duration `yaml:"timeout"`
 	// Count is an integer field incremented once per run (iteration).

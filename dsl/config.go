@@ -87,7 +87,8 @@ type ModelRef struct {
 func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Decode(&m.Name) }
 
 // configVisitor receives the checked parts of a node config. vars are the
-// extra variables the struct tag `vars:"a,b"` gives the value's expressions.
+// extra variables the struct tag `vars:"a,b"` gives the value's
+// expressions; the tag `kind:"array"` fixes an expression's result kind.
 type configVisitor interface {
 	visitExpression(e *Expression, want *Type, vars []string)
 	visitWrite(f *FieldRef, e *Expression, vars []string) // e's value is written to state field f
@@ -144,6 +145,10 @@ func visitConfig(val reflect.Value, vars []string, v configVisitor) {
 		fvars := vars
 		if tag := f.Tag.Get("vars"); tag != "" {
 			fvars = append(append([]string(nil), vars...), strings.Split(tag, ",")...)
+		}
+		if kind := f.Tag.Get("kind"); kind != "" && f.Type == markerExpr { // the value's kind is fixed
+			v.visitExpression(val.Field(i).Addr().Interface().(*Expression), &Type{Kind: Kind(kind)}, fvars)
+			continue
 		}
 		visitConfig(val.Field(i), fvars, v)
 	}
