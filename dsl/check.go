@@ -43,6 +43,9 @@ type check struct {
 	// programs holds the expressions that compiled without a diagnostic,
 	// so one repeated across documents is compiled once.
 	programs map[programKey]*Program
+	// jsonSchemas holds the outcome of compiling each JSON Schema of the
+	// documents, by its JSON text.
+	jsonSchemas map[string]error
 }
 
 // programKey is what a compiled expression depends on: its text and
@@ -59,12 +62,13 @@ type programKey struct {
 // diagnostics hold no error.
 func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	k := &check{
-		Checker:  c,
-		byKind:   map[string]map[string]*Document{},
-		valid:    map[*Document]bool{},
-		used:     map[string]map[string]bool{},
-		envs:     map[string]*Env{},
-		programs: map[programKey]*Program{},
+		Checker:     c,
+		byKind:      map[string]map[string]*Document{},
+		valid:       map[*Document]bool{},
+		used:        map[string]map[string]bool{},
+		envs:        map[string]*Env{},
+		programs:    map[programKey]*Program{},
+		jsonSchemas: map[string]error{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
 			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
 			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, Docs: docs},

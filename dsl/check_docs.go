@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -124,10 +125,27 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 	if !ok || k.checkSchemaRefs(d, n) {
 		return doc
 	}
-	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
+	if err := k.compileJSONSchema(doc); err != nil {
 		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
 	}
 	return doc
+}
+
+// compileJSONSchema compiles doc as the runtime compiles it and returns
+// the error. Its outcome depends on doc alone, so a schema repeated across
+// documents is compiled once per Check.
+func (k *check) compileJSONSchema(doc map[string]any) error {
+	text, err := json.Marshal(doc)
+	if err != nil { // not JSON (a NaN): compiled, not remembered
+		_, err := CompileJSONSchema(doc)
+		return err
+	}
+	if err, ok := k.jsonSchemas[string(text)]; ok {
+		return err
+	}
+	_, err = CompileJSONSchema(doc)
+	k.jsonSchemas[string(text)] = err
+	return err
 }
 
 // schemaType turns a JSON Schema object into the type expressions see.
