@@ -28,6 +28,10 @@ var printer = message.NewPrinter(language.English)
 // kept to look up the properties a misspelt key could have meant.
 type schemaSet struct {
 	root *jsonschema.Schema
+	// with is each node type's with: schema. The root leaves them out of
+	// nodes.json: dispatching on a node's type here spares trying every
+	// type's condition on every node.
+	with map[string]*jsonschema.Schema
 	raw  map[string]any // resource URL -> decoded schema document
 }
 
@@ -53,14 +57,19 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 			return nil, err
 		}
 	}
-	if err := add("nodes.json", reg.NodesSchema()); err != nil {
+	if err := add("nodes.json", reg.nodesSchema(false)); err != nil {
 		return nil, err
 	}
 	root, err := c.Compile(schemaBase + schemas.Root)
 	if err != nil {
 		return nil, err
 	}
-	s.root = root
+	s.root, s.with = root, map[string]*jsonschema.Schema{}
+	for _, n := range reg.names {
+		if s.with[n], err = c.Compile(schemaBase + "nodes.json#/$defs/" + n); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -68,16 +77,68 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 // the YAML position of the offending value and records in f which parts of
 // the document hold one.
 func (s *schemaSet) validate(d *Document, diags *Diagnostics, f *faults) bool {
-	err := s.root.Validate(toJSON(d.Root))
+	doc := toJSON(d.Root)
+	err := s.root.Validate(doc)
 	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err == nil
+	if err != nil && !ok {
+		return false
 	}
-	for _, leaf := range s.leaves(ve) {
+	var leaves []*jsonschema.ValidationError
+	if ve != nil {
+		leaves = s.leaves(ve)
+	}
+	nodes, err := s.nodes(doc)
+	if err != nil {
+		return false
+	}
+	for _, e := range nodes {
+		leaves = append(leaves, s.leaves(e)...)
+	}
+	for _, leaf := range leaves {
 		s.report(d, leaf, diags)
 		f.record(d.Root, leaf)
 	}
-	return false
+	return len(leaves) == 0
+}
+
+// nodes validates the with: of each node of a Pipeline against its type's
+// schema, as nodes.json's conditions do, and returns the errors located in
+// the document. An error that is no validation error stops it, as it
+// stops the document schema.
+func (s *schemaSet) nodes(doc any) ([]*jsonschema.ValidationError, error) {
+	m, _ := doc.(map[string]any)
+	nodes, _ := m["nodes"].(map[string]any)
+	if m["kind"] != KindPipeline {
+		return nil, nil
+	}
+	var out []*jsonschema.ValidationError
+	for name, v := range nodes {
+		node, _ := v.(map[string]any)
+		typ, _ := node["type"].(string)
+		with, ok := node["with"]
+		sch := s.with[typ]
+		if sch == nil || !ok {
+			continue
+		}
+		switch err := sch.Validate(with).(type) {
+		case nil:
+		case *jsonschema.ValidationError:
+			relocate(err, []string{"nodes", name, "with"})
+			out = append(out, err)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// relocate prefixes the instance locations of an error tree with where
+// its value lies in the document.
+func relocate(e *jsonschema.ValidationError, where []string) {
+	e.InstanceLocation = append(slices.Clip(where), e.InstanceLocation...)
+	for _, c := range e.Causes {
+		relocate(c, where)
+	}
 }
 
 // faults records where documents break their schema, so that the semantic
