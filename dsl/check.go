@@ -2,7 +2,10 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -37,6 +40,21 @@ type check struct {
 	used   map[string]map[string]bool // kind -> names referred to
 	proj   *Project
 	envs   map[string]*Env // shared environments, by what they declare
+	// programs holds the expressions that compiled without a diagnostic,
+	// so one repeated across documents is compiled once.
+	programs map[programKey]*Program
+	// jsonSchemas holds the outcome of compiling each JSON Schema of the
+	// documents, by its JSON text.
+	jsonSchemas map[string]error
+}
+
+// programKey is what a compiled expression depends on: its text and
+// language, the environment and the result type wanted.
+type programKey struct {
+	text string
+	lang Lang
+	env  *Env
+	want string
 }
 
 // Check validates docs and returns the checked project with every
@@ -44,11 +62,13 @@ type check struct {
 // diagnostics hold no error.
 func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	k := &check{
-		Checker: c,
-		byKind:  map[string]map[string]*Document{},
-		valid:   map[*Document]bool{},
-		used:    map[string]map[string]bool{},
-		envs:    map[string]*Env{},
+		Checker:     c,
+		byKind:      map[string]map[string]*Document{},
+		valid:       map[*Document]bool{},
+		used:        map[string]map[string]bool{},
+		envs:        map[string]*Env{},
+		programs:    map[programKey]*Program{},
+		jsonSchemas: map[string]error{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
 			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
 			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, Docs: docs},
@@ -185,14 +205,48 @@ func source(d *Document, n *yaml.Node, lang Lang) Source {
 }
 
 // compile compiles the expression at n and adds its diagnostics. An
-// expression the schema refused is not compiled.
+// expression the schema refused is not compiled. One that compiled cleanly
+// before, with the same text against the same environment, is reused.
 func (k *check) compile(d *Document, n *yaml.Node, lang Lang, env *Env, want *Type) *Program {
 	if n == nil || k.bad(n) {
 		return nil
 	}
-	p, ds := Compile(source(d, n, lang), env, want)
+	src := source(d, n, lang)
+	key := programKey{text: src.Text, lang: src.Lang, env: env, want: want.signature()}
+	if p, ok := k.programs[key]; ok {
+		return p
+	}
+	p, ds := Compile(src, env, want)
+	if len(ds) == 0 {
+		k.programs[key] = p
+	}
 	k.diags = append(k.diags, ds...)
 	return p
+}
+
+// env returns the environment with vars, shared by every place of the
+// Check that declares the same variables with the same types, so that
+// its compiled forms are built once and its expressions compiled once.
+func (k *check) env(vars map[string]*Type) *Env {
+	key := varsSignature(vars)
+	if e := k.envs[key]; e != nil {
+		return e
+	}
+	e := NewEnv(vars)
+	k.envs[key] = e
+	return e
+}
+
+// varsSignature renders variables with their types' signatures, sorted by
+// name: two sets of variables with the same signature are the same.
+func varsSignature(vars map[string]*Type) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		b.WriteString(name + ":")
+		vars[name].writeSignature(&b)
+		b.WriteString(";")
+	}
+	return b.String()
 }
 
 // template compiles the template at n and adds its diagnostics. A

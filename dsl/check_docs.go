@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func (k *check) tool(d *Document) {
 	lang := docLang(d, Expr)
 	args := schemaType(t.Parameters)
 	if e := d.Get("expr"); e != nil {
-		t.Expr = k.compile(d, e, lang, NewEnv(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
+		t.Expr = k.compile(d, e, lang, k.env(map[string]*Type{"args": args, "state": {Kind: Object}}), nil)
 	}
 	if h := d.Get("http"); h != nil && !k.bad(h) { // a section with a schema error is skipped whole
 		t.HTTP = k.httpTool(d, h, lang, args)
@@ -110,17 +111,17 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 		secrets.Fields[key.Value] = StringType
 		def.Secrets[key.Value] = v.Value
 	})
-	env := NewEnv(map[string]*Type{"args": args, "secrets": secrets})
+	env := k.env(map[string]*Type{"args": args, "secrets": secrets})
 	templ := func(n *yaml.Node) *Template { return k.template(d, n, lang, env) }
 	def.URL = templ(mapGet(h, "url"))
 	k.httpURL(d, mapGet(h, "url"), def)
 	pairs(mapGet(h, "headers"), func(key, v *yaml.Node) { def.Headers[key.Value] = templ(v) })
 	if b := mapGet(h, "body"); b != nil {
-		def.Body = k.compile(d, b, lang, NewEnv(map[string]*Type{"args": args}), nil)
+		def.Body = k.compile(d, b, lang, k.env(map[string]*Type{"args": args}), nil)
 	}
 	if r := mapGet(h, "response"); r != nil {
 		resp := ObjectOf(map[string]*Type{"status": IntegerType, "headers": {Kind: Object}, "body": AnyType})
-		def.Response = k.compile(d, r, lang, NewEnv(map[string]*Type{"args": args, "response": resp}), nil)
+		def.Response = k.compile(d, r, lang, k.env(map[string]*Type{"args": args, "response": resp}), nil)
 	}
 	return def
 }
@@ -137,10 +138,27 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 	if !ok || k.checkSchemaRefs(d, n) {
 		return doc
 	}
-	if _, err := CompileJSONSchema(doc); err != nil { // as the runtime compiles it
+	if err := k.compileJSONSchema(doc); err != nil {
 		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
 	}
 	return doc
+}
+
+// compileJSONSchema compiles doc as the runtime compiles it and returns
+// the error. Its outcome depends on doc alone, so a schema repeated across
+// documents is compiled once per Check.
+func (k *check) compileJSONSchema(doc map[string]any) error {
+	text, err := json.Marshal(doc)
+	if err != nil { // not JSON (a NaN): compiled, not remembered
+		_, err := CompileJSONSchema(doc)
+		return err
+	}
+	if err, ok := k.jsonSchemas[string(text)]; ok {
+		return err
+	}
+	_, err = CompileJSONSchema(doc)
+	k.jsonSchemas[string(text)] = err
+	return err
 }
 
 // schemaType turns a JSON Schema object into the type expressions see.
@@ -177,7 +195,7 @@ func (k *check) skill(d *Document) {
 		Rules:    k.refs(d, d.Get("rules"), KindRuleSet, "rule set"),
 		Requires: k.refs(d, d.Get("requires"), KindSkill, "skill")}
 	lang := docLang(d, Expr)
-	env := NewEnv(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
+	env := k.env(map[string]*Type{"state": {Kind: Object}, "agent": agentVar, "user": {Kind: Object}})
 	for _, c := range items(d.Get("context")) {
 		s.Context = append(s.Context, k.template(d, c, lang, env))
 	}
@@ -223,7 +241,7 @@ func (k *check) test(d *Document) {
 			k.diags.Errorf(d.Pos(n), CodeRefUnknown, "pipeline %q has no node %q", p.Name, n.Value).Hint = didYouMean(n.Value, names)
 		}
 	}
-	env := NewEnv(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType, "usage": usageType})
+	env := k.env(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType, "usage": usageType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
 	t.Input = k.testInput(d, p)

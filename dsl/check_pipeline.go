@@ -206,7 +206,7 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 			vars[v] = t
 		}
 	}
-	e := NewEnv(vars)
+	e := pc.check.env(vars)
 	pc.envs[key] = e
 	return e
 }

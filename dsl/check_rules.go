@@ -105,17 +105,11 @@ func (k *check) ruleSet(d *Document) {
 // Rule sets that declare the same state share one, so its compiled forms
 // (a CEL environment is costly to build) are built once per Check.
 func (k *check) ruleEnv(state *Type, trigger string) *Env {
-	key := trigger + " " + state.signature()
-	if env := k.envs[key]; env != nil {
-		return env
-	}
 	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType, "run": runType}
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
-	env := NewEnv(vars)
-	k.envs[key] = env
-	return env
+	return k.env(vars)
 }
 
 // action checks a rule's action parameters: texts are templates over the

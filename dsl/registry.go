@@ -77,12 +77,17 @@ func (r *Registry) Names() []string { return r.names }
 // NodesSchema returns nodes.json: the with: schema of every node type, keyed
 // on the node's type. Pipeline nodes are validated against it, and the
 // committed schemas/nodes.json must equal it.
-func (r *Registry) NodesSchema() []byte {
+func (r *Registry) NodesSchema() []byte { return r.nodesSchema(true) }
+
+// nodesSchema returns nodes.json; without dispatch, it leaves out the
+// conditions that apply each type's with: schema (the checker applies
+// them itself, see schemaSet.nodes).
+func (r *Registry) nodesSchema(dispatch bool) []byte {
 	defs := map[string]json.RawMessage{}
-	var dispatch []any
+	var conds []any
 	for _, n := range r.names {
 		defs[n] = json.RawMessage(r.types[n].Schema)
-		dispatch = append(dispatch, map[string]any{
+		conds = append(conds, map[string]any{
 			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": n}}, "required": []string{"type"}},
 			"then": map[string]any{"properties": map[string]any{"with": map[string]any{"$ref": "#/$defs/" + n}}},
 		})
@@ -92,8 +97,10 @@ func (r *Registry) NodesSchema() []byte {
 		"title":       "runner node types",
 		"description": "Generated from the built-in node types; do not edit.",
 		"properties":  map[string]any{"type": map[string]any{"enum": r.names}},
-		"allOf":       dispatch,
 		"$defs":       defs,
+	}
+	if dispatch {
+		doc["allOf"] = conds
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -28,8 +28,20 @@ var printer = message.NewPrinter(language.English)
 // kept to look up the properties a misspelt key could have meant.
 type schemaSet struct {
 	root *jsonschema.Schema
-	raw  map[string]any // resource URL -> decoded schema document
+	// with is each node type's with: schema. The root leaves them out of
+	// nodes.json: dispatching on a node's type here spares trying every
+	// type's condition on every node.
+	with map[string]*jsonschema.Schema
+	// base is the root without its conditions on kind; kinds is, by kind,
+	// the schema they apply. Validating a document against both is
+	// validating it against the root, without trying every condition.
+	base  *jsonschema.Schema
+	kinds map[string]*jsonschema.Schema
+	raw   map[string]any // resource URL -> decoded schema document
 }
+
+// baseURL is where the root schema without its conditions on kind is.
+const baseURL = schemaBase + "document.json"
 
 // newSchemaSet compiles the embedded schemas with nodes.json built from reg.
 func newSchemaSet(reg *Registry) (*schemaSet, error) {
@@ -53,31 +65,169 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 			return nil, err
 		}
 	}
-	if err := add("nodes.json", reg.NodesSchema()); err != nil {
+	if err := add("nodes.json", reg.nodesSchema(false)); err != nil {
 		return nil, err
 	}
-	root, err := c.Compile(schemaBase + schemas.Root)
+	base, kinds, err := splitRoot(s.raw[schemaBase+schemas.Root])
 	if err != nil {
 		return nil, err
 	}
-	s.root = root
-	return s, nil
+	if err := c.AddResource(baseURL, base); err != nil {
+		return nil, err
+	}
+	if s.root, err = c.Compile(schemaBase + schemas.Root); err != nil {
+		return nil, err
+	}
+	if s.base, err = c.Compile(baseURL); err != nil {
+		return nil, err
+	}
+	if s.kinds, err = compileAll(c, kinds); err != nil {
+		return nil, err
+	}
+	with := map[string]string{}
+	for _, n := range reg.names {
+		with[n] = schemaBase + "nodes.json#/$defs/" + n
+	}
+	s.with, err = compileAll(c, with)
+	return s, err
+}
+
+// compileAll compiles the schema at each URL of urls.
+func compileAll(c *jsonschema.Compiler, urls map[string]string) (map[string]*jsonschema.Schema, error) {
+	out := map[string]*jsonschema.Schema{}
+	for k, url := range urls {
+		sch, err := c.Compile(url)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = sch
+	}
+	return out, nil
+}
+
+// splitRoot splits the root schema into its checks of every document and,
+// by kind, the URL of the schema its conditions apply to a document of
+// that kind ({"if": {"properties": {"kind": {"const": K}}, ...}, "then":
+// {"$ref": F}}).
+func splitRoot(root any) (map[string]any, map[string]string, error) {
+	m, _ := root.(map[string]any)
+	base, kinds := map[string]any{}, map[string]string{}
+	for k, v := range m {
+		if k != "allOf" {
+			base[k] = v
+		}
+	}
+	conds, _ := m["allOf"].([]any)
+	for _, c := range conds {
+		kind, _ := jsonAt(c, "if", "properties", "kind", "const").(string)
+		ref, _ := jsonAt(c, "then", "$ref").(string)
+		if kind == "" || ref == "" {
+			return nil, nil, fmt.Errorf("schema %s: a condition of allOf is not on kind", schemas.Root)
+		}
+		kinds[kind] = schemaBase + ref
+	}
+	return base, kinds, nil
+}
+
+// jsonAt returns the value at path in nested JSON objects, or nil.
+func jsonAt(v any, path ...string) any {
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	return v
 }
 
 // validate checks a document against the schema, reports each problem at
 // the YAML position of the offending value and records in f which parts of
 // the document hold one.
 func (s *schemaSet) validate(d *Document, diags *Diagnostics, f *faults) bool {
-	err := s.root.Validate(toJSON(d.Root))
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err == nil
+	var v validation
+	if err := v.run(s, toJSON(d.Root)); err != nil {
+		return false
 	}
-	for _, leaf := range s.leaves(ve) {
+	var leaves []*jsonschema.ValidationError
+	for _, e := range v.errs {
+		leaves = append(leaves, s.leaves(e)...)
+	}
+	for _, leaf := range leaves {
 		s.report(d, leaf, diags)
 		f.record(d.Root, leaf)
 	}
-	return false
+	return len(leaves) == 0
+}
+
+// validation collects the error trees of one document, in the order the
+// root schema would report them.
+type validation struct {
+	errs []*jsonschema.ValidationError
+}
+
+// run validates doc: against the root's checks of every document, the
+// schema of its kind and each node type's with: schema, which is what the
+// root's conditions apply. A document of no known kind is validated
+// against the root. An error that is no validation error stops it, as it
+// stops the root.
+func (v *validation) run(s *schemaSet, doc any) error {
+	m, _ := doc.(map[string]any)
+	kind, _ := m["kind"].(string)
+	sch := s.kinds[kind]
+	if sch == nil {
+		return v.add(s.root.Validate(doc), nil)
+	}
+	if err := v.add(s.base.Validate(doc), nil); err != nil {
+		return err
+	}
+	if err := v.add(sch.Validate(doc), nil); err != nil {
+		return err
+	}
+	if kind != KindPipeline {
+		return nil
+	}
+	nodes, _ := m["nodes"].(map[string]any)
+	for name, n := range nodes {
+		if err := v.node(s, name, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// node validates the with: of a node against its type's schema.
+func (v *validation) node(s *schemaSet, name string, n any) error {
+	node, _ := n.(map[string]any)
+	typ, _ := node["type"].(string)
+	with, ok := node["with"]
+	if sch := s.with[typ]; sch != nil && ok {
+		return v.add(sch.Validate(with), []string{"nodes", name, "with"})
+	}
+	return nil
+}
+
+// add records the result of validating the value at where; an error that
+// is no validation error is returned.
+func (v *validation) add(err error, where []string) error {
+	switch err := err.(type) {
+	case nil:
+		return nil
+	case *jsonschema.ValidationError:
+		relocate(err, where)
+		v.errs = append(v.errs, err)
+		return nil
+	}
+	return err
+}
+
+// relocate prefixes the instance locations of an error tree with where
+// its value lies in the document.
+func relocate(e *jsonschema.ValidationError, where []string) {
+	if len(where) == 0 {
+		return
+	}
+	e.InstanceLocation = append(slices.Clip(where), e.InstanceLocation...)
+	for _, c := range e.Causes {
+		relocate(c, where)
+	}
 }
 
 // faults records where documents break their schema, so that the semantic
