@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,22 +225,92 @@ func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
 	return oneRow(res, err, "run "+id)
 }
 
-// sqliteAppend numbers an event after the run's newest, in the statement
-// that inserts it; writes are serialized, so two appends never share one.
-const sqliteAppend = `INSERT INTO run_events (run, seq, event, data, created_at)
-SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = ?1), ?2, ?3, ?4
-WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
-RETURNING seq`
+// sqliteBatch is the most events one statement appends: two parameters
+// each, far below SQLite's limit.
+const sqliteBatch = 500
 
-func (s *sqliteStore) AppendEvent(ctx context.Context, run, event string, data json.RawMessage) (int64, error) {
+// sqliteAppend returns the statement appending n events, numbered after
+// the run's newest in the statement that inserts them; writes are
+// serialized, so two appends never share a number. Its parameters are
+// the run, the time, then each event's name and data. It returns no row
+// for an unknown run.
+func sqliteAppend(n int) string {
+	var b strings.Builder
+	b.WriteString(`WITH base(n) AS (SELECT coalesce(max(seq), 0) FROM run_events WHERE run = ?1),
+batch(i, event, data) AS (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+3, 2*i+4)
+	}
+	b.WriteString(`)
+INSERT INTO run_events (run, seq, event, data, created_at)
+SELECT ?1, n + i, event, data, ?2 FROM base, batch
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
+ORDER BY i
+RETURNING seq`)
+	return b.String()
+}
+
+func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	now := time.Now().UnixNano()
+	if len(events) <= sqliteBatch {
+		return appendChunk(ctx, s.w, run, events, now)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+	}
+	defer func() { _ = tx.Rollback() }()
 	var seq int64
-	err := s.w.QueryRowContext(ctx, sqliteAppend, run, event, blob(data), time.Now().UnixNano()).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, store.RecordNotFound("run", run)
-	} else if err != nil {
-		return 0, fmt.Errorf("store: run %q: append event: %w", run, err)
+	for chunk := range slices.Chunk(events, sqliteBatch) {
+		if seq, err = appendChunk(ctx, tx, run, chunk, now); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
 	}
 	return seq, nil
+}
+
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// appendChunk appends at most sqliteBatch events in one statement and
+// returns the last one's Seq.
+func appendChunk(ctx context.Context, q querier, run string, events []store.EventInput, now int64) (int64, error) {
+	args := make([]any, 0, 2+2*len(events))
+	args = append(args, run, now)
+	for _, ev := range events {
+		args = append(args, ev.Event, blob(ev.Data))
+	}
+	rows, err := q.QueryContext(ctx, sqliteAppend(len(events)), args...)
+	if err != nil {
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+		}
+		last = max(last, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+	}
+	if last == 0 {
+		return 0, store.RecordNotFound("run", run)
+	}
+	return last, nil
 }
 
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
