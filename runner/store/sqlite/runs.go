@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -225,9 +226,11 @@ func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
 	return oneRow(res, err, "run "+id)
 }
 
-// sqliteBatch is the most events one statement appends: two parameters
-// each, far below SQLite's limit.
-const sqliteBatch = 500
+// sqliteBatch is the most events one statement appends: a batch up to
+// it joins the group commit of concurrent writes (batch.go) with a
+// statement prepared for its size; a larger one is appended in chunks,
+// in a transaction of its own.
+const sqliteBatch = 64
 
 // sqliteAppend returns the statement appending n events, numbered after
 // the run's newest in the statement that inserts them; writes are
@@ -253,64 +256,100 @@ RETURNING seq`)
 	return b.String()
 }
 
+// appendStmts are the append statements prepared so far, by batch size.
+type appendStmts struct {
+	mu     sync.Mutex
+	bySize map[int]*sql.Stmt
+}
+
+// appendStmt returns the statement appending n events, prepared at its
+// first use.
+func (s *sqliteStore) appendStmt(n int) (*sql.Stmt, error) {
+	a := &s.appends
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if stmt := a.bySize[n]; stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := s.w.Prepare(sqliteAppend(n))
+	if err != nil {
+		return nil, err
+	}
+	if a.bySize == nil {
+		a.bySize = map[int]*sql.Stmt{}
+	}
+	a.bySize[n] = stmt
+	return stmt, nil
+}
+
+// close closes the prepared statements.
+func (a *appendStmts) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var err error
+	for _, stmt := range a.bySize {
+		err = errors.Join(err, stmt.Close())
+	}
+	return err
+}
+
 func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
 	if len(events) == 0 {
 		return 0, nil
 	}
 	now := time.Now().UnixNano()
+	var seq int64
+	var err error
 	if len(events) <= sqliteBatch {
-		return appendChunk(ctx, s.w, run, events, now)
+		seq, err = s.appendGrouped(ctx, run, events, now)
+	} else {
+		seq, err = s.appendChunked(ctx, run, events, now)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	var seq int64
-	for chunk := range slices.Chunk(events, sqliteBatch) {
-		if seq, err = appendChunk(ctx, tx, run, chunk, now); err != nil {
-			return 0, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+	if seq == 0 {
+		return 0, store.RecordNotFound("run", run)
 	}
 	return seq, nil
 }
 
-// querier is a database or a transaction.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+// appendGrouped appends events, at most sqliteBatch, in the group commit;
+// it returns the last one's Seq, 0 for an unknown run.
+func (s *sqliteStore) appendGrouped(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+	stmt, err := s.appendStmt(len(events))
+	if err != nil {
+		return 0, err
+	}
+	return s.commitPut(ctx, &putReq{stmt: stmt, args: appendArgs(run, events, now), returning: true})
 }
 
-// appendChunk appends at most sqliteBatch events in one statement and
-// returns the last one's Seq.
-func appendChunk(ctx context.Context, q querier, run string, events []store.EventInput, now int64) (int64, error) {
+// appendChunked appends events in chunks of sqliteBatch, in one
+// transaction; it returns the last one's Seq, 0 for an unknown run.
+func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var seq int64
+	for chunk := range slices.Chunk(events, sqliteBatch) {
+		rows, err := tx.QueryContext(ctx, sqliteAppend(len(chunk)), appendArgs(run, chunk, now)...)
+		if seq, err = largest(rows, err); err != nil || seq == 0 {
+			return 0, err
+		}
+	}
+	return seq, tx.Commit()
+}
+
+// appendArgs are the parameters of sqliteAppend.
+func appendArgs(run string, events []store.EventInput, now int64) []any {
 	args := make([]any, 0, 2+2*len(events))
 	args = append(args, run, now)
 	for _, ev := range events {
 		args = append(args, ev.Event, blob(ev.Data))
 	}
-	rows, err := q.QueryContext(ctx, sqliteAppend(len(events)), args...)
-	if err != nil {
-		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
-	}
-	defer rows.Close()
-	var last int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
-		}
-		last = max(last, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
-	}
-	if last == 0 {
-		return 0, store.RecordNotFound("run", run)
-	}
-	return last, nil
+	return args
 }
 
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
