@@ -25,13 +25,15 @@ type liveRun struct {
 	// run's thread is deleted once they have read its end.
 	streams sync.WaitGroup
 
-	mu   sync.Mutex
-	wake chan struct{} // closed and replaced when events are appended
-	// pending are the events of the step under way, written in one batch
-	// when it ends (flushLocked).
+	// emitMu serializes the run's events and their writes; pending are
+	// the events of the step under way, written in one batch when it ends
+	// (flushLocked).
+	emitMu  sync.Mutex
 	pending []store.EventInput
-	final   any    // what runs/wait and join return
-	watch   *watch // its observation, once it started
+	mu      sync.Mutex
+	wake    chan struct{} // closed and replaced when events are appended
+	final   any           // what runs/wait and join return
+	watch   *watch        // its observation, once it started
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {
@@ -79,20 +81,21 @@ func (s *Server) append(ctx context.Context, run string, events []store.EventInp
 // emit persists an event of l's run with those pending before it, and
 // wakes its streams.
 func (s *Server) emit(l *liveRun, event string, data any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
 	s.emitLocked(l, event, data)
 	s.flushLocked(l)
 }
 
 // emitLocked queues an event of l's run until its step ends; the caller
-// holds l.mu.
+// holds l.emitMu.
 func (s *Server) emitLocked(l *liveRun, event string, data any) {
 	l.pending = s.add(l.pending, l.rec.ID, event, data)
 }
 
 // flushLocked persists l's pending events in one batch and wakes its
-// streams; the caller holds l.mu, so batches are written in order.
+// streams; the caller holds l.emitMu, so batches are written in order,
+// while streams waiting on l.mu are not held up by the write.
 func (s *Server) flushLocked(l *liveRun) {
 	if len(l.pending) == 0 {
 		return
@@ -100,6 +103,8 @@ func (s *Server) flushLocked(l *liveRun) {
 	s.append(s.ctx, l.rec.ID, l.pending)
 	clear(l.pending)
 	l.pending = l.pending[:0]
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	close(l.wake)
 	l.wake = make(chan struct{})
 }

@@ -20,8 +20,8 @@ var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrup
 // events are written together when it ends.
 func (s *Server) sink(l *liveRun) runner.Sink {
 	return func(ev runner.Event) {
-		l.mu.Lock() // one event at a time, in order
-		defer l.mu.Unlock()
+		l.emitMu.Lock() // one event at a time, in order
+		defer l.emitMu.Unlock()
 		s.streamEvent(l, ev)
 		if flushes[ev.Type] {
 			s.flushLocked(l)
@@ -30,7 +30,7 @@ func (s *Server) sink(l *liveRun) runner.Sink {
 }
 
 // streamEvent queues the stream events an engine event makes; the caller
-// holds l.mu.
+// holds l.emitMu.
 func (s *Server) streamEvent(l *liveRun, ev runner.Event) {
 	if l.q.wants("debug") {
 		s.emitLocked(l, "debug", map[string]any{"type": ev.Type, "step": ev.Step, "timestamp": stamp(ev.Time),
