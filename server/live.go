@@ -25,10 +25,15 @@ type liveRun struct {
 	// run's thread is deleted once they have read its end.
 	streams sync.WaitGroup
 
-	mu    sync.Mutex
-	wake  chan struct{} // closed and replaced when an event is appended
-	final any           // what runs/wait and join return
-	watch *watch        // its observation, once it started
+	// emitMu serializes the run's events and their writes; pending are
+	// the events of the step under way, written in one batch when it ends
+	// (flushLocked).
+	emitMu  sync.Mutex
+	pending []store.EventInput
+	mu      sync.Mutex
+	wake    chan struct{} // closed and replaced when events are appended
+	final   any           // what runs/wait and join return
+	watch   *watch        // its observation, once it started
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {
@@ -37,18 +42,11 @@ func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *
 	return l
 }
 
-// changed returns a channel closed at the next appended event.
+// changed returns a channel closed at the next appended events.
 func (l *liveRun) changed() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.wake
-}
-
-func (l *liveRun) notify() {
-	l.mu.Lock()
-	close(l.wake)
-	l.wake = make(chan struct{})
-	l.mu.Unlock()
 }
 
 // ended reports whether the run has ended.
@@ -61,24 +59,54 @@ func (l *liveRun) ended() bool {
 	}
 }
 
-// append persists an event of run and returns its id; a failure is
-// logged (the run goes on: its checkpoints are what counts).
-func (s *Server) append(ctx context.Context, run, event string, data any) int64 {
+// add appends an event of run, its data as JSON, to events; one whose
+// data does not marshal is logged and left out.
+func (s *Server) add(events []store.EventInput, run, event string, data any) []store.EventInput {
 	raw, err := json.Marshal(data)
-	if err == nil {
-		var seq int64
-		if seq, err = s.runs.AppendEvent(context.WithoutCancel(ctx), run, event, raw); err == nil {
-			return seq
-		}
+	if err != nil {
+		s.cfg.Log.Error("run event not saved", "run", run, "event", event, "err", err)
+		return events
 	}
-	s.cfg.Log.Error("run event not saved", "run", run, "event", event, "err", err)
-	return 0
+	return append(events, store.EventInput{Event: event, Data: raw})
 }
 
-// emit persists an event of l's run and wakes its streams.
+// append persists events of run in one write; a failure is logged (the
+// run goes on: its checkpoints are what counts).
+func (s *Server) append(ctx context.Context, run string, events []store.EventInput) {
+	if _, err := s.runs.AppendEvents(context.WithoutCancel(ctx), run, events); err != nil {
+		s.cfg.Log.Error("run events not saved", "run", run, "events", len(events), "err", err)
+	}
+}
+
+// emit persists an event of l's run with those pending before it, and
+// wakes its streams.
 func (s *Server) emit(l *liveRun, event string, data any) {
-	s.append(s.ctx, l.rec.ID, event, data)
-	l.notify()
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
+	s.emitLocked(l, event, data)
+	s.flushLocked(l)
+}
+
+// emitLocked queues an event of l's run until its step ends; the caller
+// holds l.emitMu.
+func (s *Server) emitLocked(l *liveRun, event string, data any) {
+	l.pending = s.add(l.pending, l.rec.ID, event, data)
+}
+
+// flushLocked persists l's pending events in one batch and wakes its
+// streams; the caller holds l.emitMu, so batches are written in order,
+// while streams waiting on l.mu are not held up by the write.
+func (s *Server) flushLocked(l *liveRun) {
+	if len(l.pending) == 0 {
+		return
+	}
+	s.append(s.ctx, l.rec.ID, l.pending)
+	clear(l.pending)
+	l.pending = l.pending[:0]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.wake)
+	l.wake = make(chan struct{})
 }
 
 // errorBody is the data of an error event, and of runs/wait's __error__.

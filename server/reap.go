@@ -83,8 +83,8 @@ func (s *Server) reap(ctx context.Context, rec *store.RunRecord) (*store.RunReco
 	}
 	msg := fmt.Sprintf("run %s was %s when the server running it stopped; its thread resumes from its last checkpoint: "+
 		"start a run without input (with command.resume if it waits on an interrupt)", cur.ID, cur.Status)
-	s.append(ctx, cur.ID, "error", errorBody("server_lost", msg))
-	s.append(ctx, cur.ID, "end", nil)
+	evs := s.add(nil, cur.ID, "error", errorBody("server_lost", msg))
+	s.append(ctx, cur.ID, s.add(evs, cur.ID, "end", nil))
 	if err := s.runs.SetRunStatus(ctx, cur.ID, store.RunError); err != nil {
 		return nil, fmt.Errorf("server: marking run %s error: %w", cur.ID, err)
 	}

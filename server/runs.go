@@ -101,7 +101,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		l.streams.Add(1)
 		watched = l
 	}
-	s.append(ctx, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1})
+	s.append(ctx, rec.ID, s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1}))
 	if !busy {
 		s.start(l)
 		return watched, nil

@@ -9,54 +9,60 @@ var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: t
 	runner.EventLLMToken: true, runner.EventLLMCall: true, runner.EventLLMResult: true, runner.EventToolCall: true, runner.EventToolResult: true,
 	runner.EventRule: true, runner.EventInterrupt: true, runner.EventCheckpoint: true, runner.EventError: true, runner.EventDone: true}
 
+// flushes are the runtime's events that end a step, or the run: the
+// step's events are then written, in one batch.
+var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrupt: true, runner.EventError: true, runner.EventDone: true}
+
 // sink turns the engine's events into the stream modes the run asked for:
 // values (the state after each step), updates ({node: update}), messages
 // (each message a step added, whole: runner has no message chunks of its
-// own), debug (every event), custom (a node's own events).
+// own), debug (every event), custom (a node's own events). A step's
+// events are written together when it ends.
 func (s *Server) sink(l *liveRun) runner.Sink {
-	thread := l.rec.Thread
 	return func(ev runner.Event) {
-		l.mu.Lock() // one event at a time, in order
-		defer l.mu.Unlock()
-		if l.q.wants("debug") {
-			s.emitLocked(l, "debug", map[string]any{"type": ev.Type, "step": ev.Step, "timestamp": stamp(ev.Time),
-				"payload": map[string]any{"node": ev.Node, "thread": ev.Thread, "data": ev.Data}})
-		}
-		if !known[ev.Type] && l.q.wants("custom") {
-			s.emitLocked(l, "custom", ev.Data)
-		}
-		if ev.Thread != thread { // a child thread's: only debug shows it
-			return
-		}
-		switch ev.Type {
-		case runner.EventCheckpoint:
-			s.valuesEvent(l, ev)
-		case runner.EventNodeEnd:
-			s.updateEvents(l, ev)
-		case runner.EventInterrupt:
-			intr, _ := ev.Data.(*runner.Interrupt)
-			if intr == nil {
-				return
-			}
-			var list []any
-			for _, it := range intr.Leaves() {
-				list = append(list, interruptJSON(it))
-			}
-			body := map[string]any{"__interrupt__": list}
-			for _, mode := range []string{"updates", "values"} {
-				if l.q.wants(mode) {
-					s.emitLocked(l, mode, body)
-				}
-			}
+		l.emitMu.Lock() // one event at a time, in order
+		defer l.emitMu.Unlock()
+		s.streamEvent(l, ev)
+		if flushes[ev.Type] {
+			s.flushLocked(l)
 		}
 	}
 }
 
-// emitLocked is emit for the sink, which holds l.mu.
-func (s *Server) emitLocked(l *liveRun, event string, data any) {
-	s.append(s.ctx, l.rec.ID, event, data)
-	close(l.wake)
-	l.wake = make(chan struct{})
+// streamEvent queues the stream events an engine event makes; the caller
+// holds l.emitMu.
+func (s *Server) streamEvent(l *liveRun, ev runner.Event) {
+	if l.q.wants("debug") {
+		s.emitLocked(l, "debug", map[string]any{"type": ev.Type, "step": ev.Step, "timestamp": stamp(ev.Time),
+			"payload": map[string]any{"node": ev.Node, "thread": ev.Thread, "data": ev.Data}})
+	}
+	if !known[ev.Type] && l.q.wants("custom") {
+		s.emitLocked(l, "custom", ev.Data)
+	}
+	if ev.Thread != l.rec.Thread { // a child thread's: only debug shows it
+		return
+	}
+	switch ev.Type {
+	case runner.EventCheckpoint:
+		s.valuesEvent(l, ev)
+	case runner.EventNodeEnd:
+		s.updateEvents(l, ev)
+	case runner.EventInterrupt:
+		intr, _ := ev.Data.(*runner.Interrupt)
+		if intr == nil {
+			return
+		}
+		var list []any
+		for _, it := range intr.Leaves() {
+			list = append(list, interruptJSON(it))
+		}
+		body := map[string]any{"__interrupt__": list}
+		for _, mode := range []string{"updates", "values"} {
+			if l.q.wants(mode) {
+				s.emitLocked(l, mode, body)
+			}
+		}
+	}
 }
 
 // valuesEvent streams the state a running or completed step left.

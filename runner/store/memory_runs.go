@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"sync"
 	"time"
@@ -164,14 +163,21 @@ func (m *memRuns) DeleteRun(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *memRuns) AppendEvent(_ context.Context, run, event string, data json.RawMessage) (int64, error) {
+func (m *memRuns) AppendEvents(_ context.Context, run string, events []EventInput) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
 	if m.runs[run] == nil {
 		return 0, RecordNotFound("run", run)
 	}
-	seq := int64(len(m.events[run])) + 1
-	m.events[run] = append(m.events[run], RunEvent{Run: run, Seq: seq, Event: event, Data: cloneRaw(data), CreatedAt: time.Now().UTC()})
+	now := time.Now().UTC()
+	seq := int64(len(m.events[run]))
+	for _, ev := range events {
+		seq++
+		m.events[run] = append(m.events[run], RunEvent{Run: run, Seq: seq, Event: ev.Event, Data: cloneRaw(ev.Data), CreatedAt: now})
+	}
 	return seq, nil
 }
 

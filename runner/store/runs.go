@@ -62,6 +62,13 @@ type RunEvent struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
+// EventInput is an event to append to a run's log: its name and its JSON
+// payload.
+type EventInput struct {
+	Event string
+	Data  json.RawMessage
+}
+
 // RunStore keeps what an API server needs beside checkpoints: thread
 // records, run records and each run's event log. Implementations are
 // safe for concurrent use. Checkpoints are the Store's: deleting a thread
@@ -100,8 +107,11 @@ type RunStore interface {
 	// none.
 	DeleteRun(ctx context.Context, id string) error
 
-	// AppendEvent adds an event to a run's log and returns its Seq.
-	AppendEvent(ctx context.Context, run, event string, data json.RawMessage) (int64, error)
+	// AppendEvents adds events to a run's log, in one write: numbered
+	// in order, after the run's newest and with no other event between
+	// them. It returns the Seq of the last; an empty batch writes nothing
+	// and returns 0. ErrNotFound when the run does not exist.
+	AppendEvents(ctx context.Context, run string, events []EventInput) (lastSeq int64, err error)
 	// Events returns a run's events with Seq above after, in order.
 	Events(ctx context.Context, run string, after int64) ([]RunEvent, error)
 }

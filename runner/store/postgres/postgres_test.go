@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -237,8 +238,9 @@ func TestRunStoreTerminatedConnections(t *testing.T) {
 		if i%3 == 0 {
 			killed += db.terminate(t)
 		}
-		if seq, err := s.AppendEvent(ctx, "r", "values", json.RawMessage(`{}`)); err != nil || seq != int64(i) {
-			t.Fatalf("AppendEvent %d = %d, %v", i, seq, err)
+		evs := []store.EventInput{{Event: "updates", Data: json.RawMessage(`{}`)}, {Event: "values", Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}}
+		if seq, err := s.AppendEvents(ctx, "r", evs); err != nil || seq != int64(2*i) {
+			t.Fatalf("AppendEvents %d = %d, %v", i, seq, err)
 		}
 		if i%5 == 0 {
 			killed += db.terminate(t)
@@ -251,8 +253,8 @@ func TestRunStoreTerminatedConnections(t *testing.T) {
 		t.Fatal("no backend was terminated: the test did not test anything")
 	}
 	evs, err := s.Events(ctx, "r", 0)
-	if err != nil || len(evs) != appends {
-		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, appends)
+	if err != nil || len(evs) != 2*appends {
+		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, 2*appends)
 	}
 }
 

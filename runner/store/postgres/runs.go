@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -75,14 +74,18 @@ const (
 	pgDeleteRun      = `DELETE FROM runs WHERE id = $1`
 )
 
-// pgAppend numbers an event after the run's last, taking the run's row
-// lock: concurrent appends to one run queue on it, each numbered after
-// the one before. It returns no row for an unknown run.
+// pgAppend numbers a batch of events ($3 their names, $4 their data)
+// after the run's last, taking the run's row lock: concurrent appends to
+// one run queue on it, each batch numbered after the one before. It
+// returns the last one's number, or no row for an unknown run.
 const pgAppend = `
-WITH r AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq)
-INSERT INTO run_events (run, seq, event, data, created_at)
-SELECT $1, last_seq, $2, $3, $4 FROM r
-RETURNING seq`
+WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($3::text[]) WHERE id = $1 RETURNING last_seq),
+ins AS (
+	INSERT INTO run_events (run, seq, event, data, created_at)
+	SELECT $1, r.last_seq - cardinality($3::text[]) + e.i, e.event, e.data, $2
+	FROM r, unnest($3::text[], $4::bytea[]) WITH ORDINALITY AS e(event, data, i)
+)
+SELECT last_seq FROM r`
 
 // pgLastEvent is the seq, event, data and time of run $1's newest event.
 const pgLastEvent = `SELECT seq, event, data, created_at FROM run_events WHERE run = $1 ORDER BY seq DESC LIMIT 1`
@@ -344,40 +347,49 @@ func settle(ctx context.Context, kind, id string, deletes bool, f func() (bool, 
 	return nil
 }
 
-func (s *pgStore) AppendEvent(ctx context.Context, run, event string, data json.RawMessage) (int64, error) {
+func (s *pgStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
 	now := time.Now().UnixNano()
-	seq, err := s.appendEvent(ctx, run, event, data, now)
+	seq, err := s.appendEvents(ctx, run, events, now)
 	if err != nil && ctx.Err() == nil && lostConn(err) {
-		seq, err = s.retryAppend(ctx, run, event, data, now)
+		seq, err = s.retryAppend(ctx, run, events, now)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, store.RecordNotFound("run", run)
 	} else if err != nil {
-		return 0, fmt.Errorf("store: run %q: append event: %w", run, err)
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
 	}
 	return seq, nil
 }
 
-// appendEvent runs pgAppend.
-func (s *pgStore) appendEvent(ctx context.Context, run, event string, data json.RawMessage, now int64) (int64, error) {
+// appendEvents runs pgAppend.
+func (s *pgStore) appendEvents(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+	names, data := make([]string, len(events)), make([][]byte, len(events))
+	for i, ev := range events {
+		names[i], data[i] = ev.Event, blob(ev.Data)
+	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, pgAppend, run, event, blob(data), now).Scan(&seq)
+	err := s.pool.QueryRow(ctx, pgAppend, run, now, names, data).Scan(&seq)
 	return seq, err
 }
 
-// retryAppend appends an event again after its connection was lost,
-// unless the run's newest event is that one: the lost append committed.
-func (s *pgStore) retryAppend(ctx context.Context, run, event string, data json.RawMessage, now int64) (int64, error) {
+// retryAppend appends events again after their connection was lost,
+// unless the run's newest event is the batch's last: the lost append
+// committed (a batch is one statement: all of it or none).
+func (s *pgStore) retryAppend(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
 	var last store.RunEvent
 	var created int64
+	want := events[len(events)-1]
 	err := s.pool.QueryRow(ctx, pgLastEvent, run).Scan(&last.Seq, &last.Event, &last.Data, &created)
 	switch {
-	case err == nil && created == now && last.Event == event && string(last.Data) == string(blob(data)):
+	case err == nil && created == now && last.Event == want.Event && string(last.Data) == string(blob(want.Data)):
 		return last.Seq, nil
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return 0, err
 	}
-	return s.appendEvent(ctx, run, event, data, now)
+	return s.appendEvents(ctx, run, events, now)
 }
 
 func (s *pgStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {

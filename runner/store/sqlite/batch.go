@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -14,8 +13,8 @@ const maxBatch = 128
 
 // putReq is a write: a Put, or a lease's Acquire, Renew or Release: one
 // statement, stmt run with args, whose answer is the number of rows it
-// changed (for a RETURNING statement, the value it returned, 0 for no
-// row). A statement that changes nothing fails alone, with nothing
+// changed (for a RETURNING statement, the largest value it returned, 0
+// for no row). A statement that changes nothing fails alone, with nothing
 // written.
 type putReq struct {
 	stmt      *sql.Stmt
@@ -140,16 +139,29 @@ func (s *sqliteStore) inTx(batch []*putReq) ([]int64, error) {
 // within a transaction).
 func (req *putReq) exec(stmt *sql.Stmt) (int64, error) {
 	if req.returning {
-		var v int64
-		err := stmt.QueryRow(req.args...).Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, nil
-		}
-		return v, err
+		return largest(stmt.Query(req.args...))
 	}
 	res, err := stmt.Exec(req.args...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// largest is the largest of the values of rows' first column, 0 for no
+// row.
+func largest(rows *sql.Rows, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var top int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return 0, err
+		}
+		top = max(top, v)
+	}
+	return top, rows.Err()
 }

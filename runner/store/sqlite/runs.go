@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -224,22 +226,130 @@ func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
 	return oneRow(res, err, "run "+id)
 }
 
-// sqliteAppend numbers an event after the run's newest, in the statement
-// that inserts it; writes are serialized, so two appends never share one.
-const sqliteAppend = `INSERT INTO run_events (run, seq, event, data, created_at)
-SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM run_events WHERE run = ?1), ?2, ?3, ?4
-WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
-RETURNING seq`
+// sqliteBatch is the most events one statement appends: a batch up to
+// it joins the group commit of concurrent writes (batch.go) with a
+// statement prepared for its size; a larger one is appended in chunks,
+// in a transaction of its own.
+const sqliteBatch = 64
 
-func (s *sqliteStore) AppendEvent(ctx context.Context, run, event string, data json.RawMessage) (int64, error) {
+// sqliteAppend returns the statement appending n events, numbered after
+// the run's newest in the statement that inserts them; writes are
+// serialized, so two appends never share a number. Its parameters are
+// the run, the time, then each event's name and data. It returns no row
+// for an unknown run.
+func sqliteAppend(n int) string {
+	var b strings.Builder
+	b.WriteString(`WITH base(n) AS (SELECT coalesce(max(seq), 0) FROM run_events WHERE run = ?1),
+batch(i, event, data) AS (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+3, 2*i+4)
+	}
+	b.WriteString(`)
+INSERT INTO run_events (run, seq, event, data, created_at)
+SELECT ?1, n + i, event, data, ?2 FROM base, batch
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
+ORDER BY i
+RETURNING seq`)
+	return b.String()
+}
+
+// appendStmts are the append statements prepared so far, by batch size.
+type appendStmts struct {
+	mu     sync.Mutex
+	bySize map[int]*sql.Stmt
+}
+
+// appendStmt returns the statement appending n events, prepared at its
+// first use.
+func (s *sqliteStore) appendStmt(n int) (*sql.Stmt, error) {
+	a := &s.appends
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if stmt := a.bySize[n]; stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := s.w.Prepare(sqliteAppend(n))
+	if err != nil {
+		return nil, err
+	}
+	if a.bySize == nil {
+		a.bySize = map[int]*sql.Stmt{}
+	}
+	a.bySize[n] = stmt
+	return stmt, nil
+}
+
+// close closes the prepared statements.
+func (a *appendStmts) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var err error
+	for _, stmt := range a.bySize {
+		err = errors.Join(err, stmt.Close())
+	}
+	return err
+}
+
+func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	now := time.Now().UnixNano()
 	var seq int64
-	err := s.w.QueryRowContext(ctx, sqliteAppend, run, event, blob(data), time.Now().UnixNano()).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
+	var err error
+	if len(events) <= sqliteBatch {
+		seq, err = s.appendGrouped(ctx, run, events, now)
+	} else {
+		seq, err = s.appendChunked(ctx, run, events, now)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+	}
+	if seq == 0 {
 		return 0, store.RecordNotFound("run", run)
-	} else if err != nil {
-		return 0, fmt.Errorf("store: run %q: append event: %w", run, err)
 	}
 	return seq, nil
+}
+
+// appendGrouped appends events, at most sqliteBatch, in the group commit;
+// it returns the last one's Seq, 0 for an unknown run.
+func (s *sqliteStore) appendGrouped(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+	stmt, err := s.appendStmt(len(events))
+	if err != nil {
+		return 0, err
+	}
+	return s.commitPut(ctx, &putReq{stmt: stmt, args: appendArgs(run, events, now), returning: true})
+}
+
+// appendChunked appends events in chunks of sqliteBatch, in one
+// transaction; it returns the last one's Seq, 0 for an unknown run.
+func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var seq int64
+	for chunk := range slices.Chunk(events, sqliteBatch) {
+		rows, err := tx.QueryContext(ctx, sqliteAppend(len(chunk)), appendArgs(run, chunk, now)...)
+		if seq, err = largest(rows, err); err != nil || seq == 0 {
+			return 0, err
+		}
+	}
+	return seq, tx.Commit()
+}
+
+// appendArgs are the parameters of sqliteAppend.
+func appendArgs(run string, events []store.EventInput, now int64) []any {
+	args := make([]any, 0, 2+2*len(events))
+	args = append(args, run, now)
+	for _, ev := range events {
+		args = append(args, ev.Event, blob(ev.Data))
+	}
+	return args
 }
 
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {

@@ -158,6 +158,7 @@ type sqliteStore struct {
 	put, lastID            *sql.Stmt
 	load, history, threads *sql.Stmt
 	acquire, renew         *sql.Stmt
+	appends                appendStmts
 	group                  group
 }
 
@@ -389,7 +390,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
-	var err error
+	err := s.appends.close()
 	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.acquire, s.renew} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())

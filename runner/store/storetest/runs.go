@@ -25,7 +25,8 @@ func RunRunStore(t *testing.T, open func(t *testing.T) store.RunStore) {
 		{"runs: create, read, list, status", testRuns},
 		{"an idempotency key gives back the first run", testIdempotency},
 		{"events are numbered from 1 and read after an id", testEvents},
-		{"concurrent appends get distinct ids", testConcurrentEvents},
+		{"a batch larger than one statement keeps its order", testLargeBatch},
+		{"concurrent batches get distinct ids, each batch unsplit", testConcurrentEvents},
 		{"deleting a thread record removes its runs and events", testDeleteThreadRecord},
 	}
 	for _, tc := range cases {
@@ -173,15 +174,24 @@ func testIdempotency(t *testing.T, s store.RunStore) {
 	}
 }
 
+// batch is n events named event, with data {"i":from}, {"i":from+1}…
+func batch(event string, from, n int) []store.EventInput {
+	out := make([]store.EventInput, n)
+	for i := range out {
+		out[i] = store.EventInput{Event: event, Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, from+i))}
+	}
+	return out
+}
+
 func testEvents(t *testing.T, s store.RunStore) {
 	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= 3; i++ {
-		seq, err := s.AppendEvent(ctx, "r", "values", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
-		if err != nil || seq != int64(i) {
-			t.Fatalf("AppendEvent %d = %d, %v", i, seq, err)
-		}
+	if seq, err := s.AppendEvents(ctx, "r", batch("values", 1, 1)); err != nil || seq != 1 {
+		t.Fatalf("AppendEvents of one = %d, %v; want 1", seq, err)
+	}
+	if seq, err := s.AppendEvents(ctx, "r", batch("values", 2, 2)); err != nil || seq != 3 {
+		t.Fatalf("AppendEvents of two = %d, %v; want 3", seq, err)
 	}
 	evs, err := s.Events(ctx, "r", 1)
 	if err != nil {
@@ -193,8 +203,33 @@ func testEvents(t *testing.T, s store.RunStore) {
 	if evs, _ := s.Events(ctx, "r", 3); len(evs) != 0 {
 		t.Errorf("Events after the last = %+v, want none", evs)
 	}
-	if _, err := s.AppendEvent(ctx, "nope", "values", nil); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("AppendEvent to an unknown run err = %v, want ErrNotFound", err)
+	if seq, err := s.AppendEvents(ctx, "r", nil); err != nil || seq != 0 {
+		t.Errorf("AppendEvents of none = %d, %v; want 0, nil", seq, err)
+	}
+	if evs, _ := s.Events(ctx, "r", 0); len(evs) != 3 {
+		t.Errorf("%d events after an empty batch, want 3", len(evs))
+	}
+	if _, err := s.AppendEvents(ctx, "nope", batch("values", 1, 1)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AppendEvents to an unknown run err = %v, want ErrNotFound", err)
+	}
+}
+
+func testLargeBatch(t *testing.T, s store.RunStore) {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1234
+	if seq, err := s.AppendEvents(ctx, "r", batch("debug", 1, n)); err != nil || seq != n {
+		t.Fatalf("AppendEvents of %d = %d, %v", n, seq, err)
+	}
+	evs, err := s.Events(ctx, "r", 0)
+	if err != nil || len(evs) != n {
+		t.Fatalf("Events = %d events, %v; want %d", len(evs), err, n)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, i+1) {
+			t.Fatalf("event %d = %d %s", i, ev.Seq, ev.Data)
+		}
 	}
 }
 
@@ -202,11 +237,12 @@ func testConcurrentEvents(t *testing.T, s store.RunStore) {
 	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
 		t.Fatal(err)
 	}
+	const writers, batches, size = 8, 5, 3
 	var wg sync.WaitGroup
-	for range 8 {
+	for w := range writers {
 		wg.Go(func() {
-			for range 5 {
-				if _, err := s.AppendEvent(ctx, "r", "debug", json.RawMessage(`{}`)); err != nil {
+			for b := range batches {
+				if _, err := s.AppendEvents(ctx, "r", batch("debug", (w*batches+b)*size, size)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -214,14 +250,26 @@ func testConcurrentEvents(t *testing.T, s store.RunStore) {
 	}
 	wg.Wait()
 	evs, _ := s.Events(ctx, "r", 0)
+	if len(evs) != writers*batches*size {
+		t.Fatalf("%d events, want %d", len(evs), writers*batches*size)
+	}
 	for i, ev := range evs {
 		if ev.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d", i, ev.Seq)
 		}
+		if first := i%size == 0; first != (dataIndex(t, ev)%size == 0) || !first && dataIndex(t, ev) != dataIndex(t, evs[i-1])+1 {
+			t.Fatalf("event %d is %s after %s: a batch was split", ev.Seq, ev.Data, evs[i-1].Data)
+		}
 	}
-	if len(evs) != 40 {
-		t.Errorf("%d events, want 40", len(evs))
+}
+
+// dataIndex is i of an event whose data is {"i":i}.
+func dataIndex(t *testing.T, ev store.RunEvent) int {
+	var d struct{ I int }
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		t.Fatal(err)
 	}
+	return d.I
 }
 
 func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
@@ -232,7 +280,7 @@ func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
 		if _, _, err := s.CreateRun(ctx, newRun(id, "t", 0)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AppendEvent(ctx, id, "values", json.RawMessage(`{}`)); err != nil {
+		if _, err := s.AppendEvents(ctx, id, batch("values", 1, 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
