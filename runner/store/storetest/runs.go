@@ -257,7 +257,9 @@ func testConcurrentEvents(t *testing.T, s store.RunStore) {
 		if ev.Seq != int64(i+1) {
 			t.Fatalf("event %d has seq %d", i, ev.Seq)
 		}
-		if first := i%size == 0; first != (dataIndex(t, ev)%size == 0) || !first && dataIndex(t, ev) != dataIndex(t, evs[i-1])+1 {
+		if first := i%size == 0; first != (dataIndex(t, ev)%size == 0) {
+			t.Fatalf("event %d is %s, at a batch's %s: a batch was split", ev.Seq, ev.Data, map[bool]string{true: "start", false: "middle"}[first])
+		} else if !first && dataIndex(t, ev) != dataIndex(t, evs[i-1])+1 {
 			t.Fatalf("event %d is %s after %s: a batch was split", ev.Seq, ev.Data, evs[i-1].Data)
 		}
 	}
