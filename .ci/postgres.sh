@@ -14,7 +14,7 @@ pg_bindir() {
 	fi
 	dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 	if [ -z "$dir" ]; then
-		apt-get update >&2 && apt-get install -y postgresql >&2
+		apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql >&2
 		dir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 	fi
 	echo "$dir"
