@@ -79,6 +79,17 @@ func (s *Server) start(l *liveRun) {
 }
 
 // execute runs l to its end, persisting its status and events.
+// retain prunes a thread whose run completed to the configured retention,
+// as runner exec does.
+func (s *Server) retain(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string) {
+	if s.cfg.Retention == (runner.Retention{}) {
+		return
+	}
+	if _, err := e.Prune(ctx, g, thread, s.cfg.Retention); err != nil {
+		s.cfg.Log.Warn("retention", "thread", thread, "err", err)
+	}
+}
+
 func (s *Server) execute(l *liveRun) {
 	ctx := l.ctx
 	_ = s.runs.SetRunStatus(ctx, l.rec.ID, store.RunRunning)
@@ -103,16 +114,19 @@ func (s *Server) execute(l *liveRun) {
 		p := asProblem(err)
 		s.emit(l, "error", errorBody(p.Title, p.Detail))
 		l.final = map[string]any{"__error__": errorBody(p.Title, p.Detail)}
-	case res.Status == runner.StatusFailed:
+	case res.Status == runner.StatusFailed || res.Status == runner.StatusTimedOut:
 		s.emit(l, "error", errorBody(res.Error.Code, res.Error.Message))
 		l.final = map[string]any{"__error__": errorBody(res.Error.Code, res.Error.Message)}
-		if res.Error.Code == "timeout" {
+		if res.Status == runner.StatusTimedOut {
 			status = store.RunTimeout
 		}
 	default:
 		status = map[string]string{runner.StatusCompleted: store.RunSuccess, runner.StatusInterrupted: store.RunInterrupted,
 			runner.StatusCancelled: store.RunInterrupted}[res.Status]
 		l.final = s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, res)
+		if res.Status == runner.StatusCompleted {
+			s.retain(context.WithoutCancel(ctx), e, g, l.rec.Thread)
+		}
 	}
 	s.finish(l, status)
 	if l.stateless && l.q.OnCompletion != "keep" { // once its stream has read the end

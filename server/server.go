@@ -35,6 +35,9 @@ type Config struct {
 	// lease (default runner.DefaultLeaseTTL): a run a stopped server left
 	// is marked error, and its thread resumable, that long after.
 	LeaseTTL time.Duration
+	// Retention is the history a thread keeps after each completed run
+	// (runner.yaml's retention; zero: all of it).
+	Retention runner.Retention
 	// APIKeys maps the hex SHA-256 hash of each API key to its tenant.
 	APIKeys map[string]string
 	// NoAuth serves every request without a key, for the default tenant

@@ -240,3 +240,39 @@ func TestCORS(t *testing.T) {
 		}
 	}
 }
+
+// A completed run's thread is pruned to the server's retention, as exec
+// prunes: the newest state stays whole, the older checkpoints go.
+func TestRetentionAfterRun(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.Retention = runner.Retention{Keep: 2} })
+	e.call("POST", "/threads", map[string]any{"thread_id": "kept"}, 200)
+	out := e.call("POST", "/threads/kept/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
+	if path, _ := out["path"].([]any); len(path) != 3 {
+		t.Fatalf("run values %v", out)
+	}
+	hist := e.list("POST", "/threads/kept/history", map[string]any{"limit": 100})
+	if len(hist) != 2 {
+		t.Fatalf("history after the run: %d checkpoints, want the 2 the retention keeps", len(hist))
+	}
+	if path, _ := hist[0].(map[string]any)["values"].(map[string]any)["path"].([]any); len(path) != 3 {
+		t.Errorf("newest state after pruning: %v", hist[0])
+	}
+}
+
+// A run that overruns its pipeline's timeout ends timed out: its run has
+// status timeout, and runs/wait answers the error.
+func TestRunTimedOut(t *testing.T) {
+	never := make(chan struct{})
+	g := slowGraph(never)
+	g.Name, g.Timeout = "late", 30*time.Millisecond
+	e := newEnv(t, func(c *server.Config) { c.Graphs["late"] = g })
+	e.call("POST", "/threads", map[string]any{"thread_id": "late"}, 200)
+	out := e.call("POST", "/threads/late/runs/wait", map[string]any{"assistant_id": "late"}, 200)
+	if errBody, _ := out["__error__"].(map[string]any); errBody["error"] != "timeout" {
+		t.Fatalf("runs/wait of a timed-out run: %v", out)
+	}
+	runs := e.list("GET", "/threads/late/runs", nil)
+	if len(runs) != 1 || runs[0].(map[string]any)["status"] != "timeout" {
+		t.Errorf("runs %v, want one with status timeout", runs)
+	}
+}
