@@ -96,23 +96,40 @@ http:
 // resumes the thread, and checks the final state equals an uninterrupted
 // run's, with no step lost and no tool call executed twice.
 func TestCrashAndResume(t *testing.T) {
+	svc, hist := crashAndResume(t, func(doc string) string { return doc })
+	for key, n := range svc.executed {
+		if n != 1 {
+			t.Errorf("tool call %s executed %d times", key, n)
+		}
+	}
+	if len(svc.executed) != 30 { // 15 steps in each of the two threads
+		t.Errorf("%d distinct tool calls executed, want 30", len(svc.executed))
+	}
+	checkContiguous(t, hist, 16)
+}
+
+// crashAndResume runs crashPipeline, edited by edit, on a stub step
+// service: once uninterrupted (thread reference), once SIGKILLed after 6
+// checkpoints and resumed (thread crash); it checks both end in the same
+// state and returns the service and the crashed thread's history.
+func crashAndResume(t *testing.T, edit func(doc string) string) (*stepService, string) {
+	t.Helper()
 	bin, err := buildRunner()
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc := &stepService{executed: map[string]int{}, requested: map[string]int{}, answers: map[string][]byte{}}
 	srv := httptest.NewServer(svc)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	writeFile(t, filepath.Join(dir, "counter.yaml"), fmt.Sprintf(crashPipeline, srv.URL, host))
+	writeFile(t, filepath.Join(dir, "counter.yaml"), edit(fmt.Sprintf(crashPipeline, srv.URL, host)))
 	db := "sqlite:" + filepath.Join(dir, "state.db")
 	run := func(args ...string) *exec.Cmd {
 		cmd := exec.Command(bin, append([]string{"exec", "counter", "--store", db}, args...)...)
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNNER_PATHS=counter.yaml", leaseEnv)
 		return cmd
 	}
-
 	want, err := run("--thread", "reference").Output()
 	if err != nil {
 		t.Fatalf("reference run: %v", err)
@@ -125,16 +142,8 @@ func TestCrashAndResume(t *testing.T) {
 	if strings.TrimSpace(string(got)) != strings.TrimSpace(string(want)) {
 		t.Errorf("state after crash and resume:\n%s\nwant (uninterrupted):\n%s", got, want)
 	}
-	for key, n := range svc.executed {
-		if n != 1 {
-			t.Errorf("tool call %s executed %d times", key, n)
-		}
-	}
-	if len(svc.executed) != 30 { // 15 steps in each of the two threads
-		t.Errorf("%d distinct tool calls executed, want 30", len(svc.executed))
-	}
 	hist, _ := exec.Command(bin, "threads", "history", "crash", "--oldest-first", "--store", db).Output()
-	checkContiguous(t, string(hist), 16)
+	return svc, string(hist)
 }
 
 // killAfterCheckpoints starts cmd, SIGKILLs it after n checkpoint events
@@ -187,36 +196,10 @@ func checkContiguous(t *testing.T, hist string, n int) {
 // ends in the uninterrupted run's state, and no call is made again but
 // the one in flight at the kill (answered from the service's memory).
 func TestCrashAndResumeExitDurability(t *testing.T) {
-	bin, err := buildRunner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := &stepService{executed: map[string]int{}, requested: map[string]int{}, answers: map[string][]byte{}}
-	srv := httptest.NewServer(svc)
-	defer srv.Close()
-	dir := t.TempDir()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	doc := strings.Replace(fmt.Sprintf(crashPipeline, srv.URL, host), "limits:", "durability: exit\nlimits:", 1)
-	doc = strings.Replace(doc, "metadata: {name: step}", "metadata: {name: step}\nmutating: true", 1)
-	writeFile(t, filepath.Join(dir, "counter.yaml"), doc)
-	db := "sqlite:" + filepath.Join(dir, "state.db")
-	run := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, append([]string{"exec", "counter", "--store", db}, args...)...)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNNER_PATHS=counter.yaml", leaseEnv)
-		return cmd
-	}
-	want, err := run("--thread", "reference").Output()
-	if err != nil {
-		t.Fatalf("reference run: %v", err)
-	}
-	killAfterCheckpoints(t, run("--thread", "crash", "--events"), 6)
-	got, err := run("--resume", "crash").Output()
-	if err != nil {
-		t.Fatalf("resume: %v", err)
-	}
-	if strings.TrimSpace(string(got)) != strings.TrimSpace(string(want)) {
-		t.Errorf("state after crash and resume:\n%s\nwant (uninterrupted):\n%s", got, want)
-	}
+	svc, hist := crashAndResume(t, func(doc string) string {
+		doc = strings.Replace(doc, "limits:", "durability: exit\nlimits:", 1)
+		return strings.Replace(doc, "metadata: {name: step}", "metadata: {name: step}\nmutating: true", 1)
+	})
 	again := 0
 	for key, n := range svc.executed {
 		if n != 1 {
@@ -227,6 +210,5 @@ func TestCrashAndResumeExitDurability(t *testing.T) {
 	if len(svc.executed) != 30 || again > 1 {
 		t.Errorf("%d distinct tool calls executed, %d requested again; want 30, at most the one in flight", len(svc.executed), again)
 	}
-	hist, _ := exec.Command(bin, "threads", "history", "crash", "--oldest-first", "--store", db).Output()
-	checkContiguous(t, string(hist), 16) // a journal a step, then the end
+	checkContiguous(t, hist, 16) // a journal a step, then the end
 }
