@@ -20,25 +20,7 @@ var toRole = map[string]string{"human": "user", "user": "user", "ai": "assistant
 
 // outValues is a state (or update) as the API shows it: its messages in
 // LangChain form.
-func outValues(v map[string]any) map[string]any {
-	if m, ok := v[messagesField].(map[string]any); ok { // an update of one message
-		v = clone(v)
-		v[messagesField] = []any{m}
-	}
-	if msgs, ok := v[messagesField].([]any); ok {
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = x
-		}
-		lc := make([]any, len(msgs))
-		for i, m := range msgs {
-			lc[i] = toLangChain(m)
-		}
-		out[messagesField] = lc
-		return out
-	}
-	return v
-}
+func outValues(v map[string]any) map[string]any { return withMessages(v, toLangChain) }
 
 // toLangChain converts one state message.
 func toLangChain(m any) any {
@@ -76,24 +58,25 @@ func toLangChain(m any) any {
 
 // inValues is an input as the state takes it: its messages (a list, or
 // one message) in runner's form.
-func inValues(v map[string]any) map[string]any {
-	raw, ok := v[messagesField]
-	if !ok {
+func inValues(v map[string]any) map[string]any { return withMessages(v, fromLangChain) }
+
+// withMessages returns v with each of its messages converted by conv; one
+// message not in a list becomes a list of one.
+func withMessages(v map[string]any, conv func(any) any) map[string]any {
+	raw := v[messagesField]
+	if raw == nil {
 		return v
 	}
 	msgs, isList := raw.([]any)
 	if !isList {
 		msgs = []any{raw}
 	}
-	out := make(map[string]any, len(v))
-	for k, x := range v {
-		out[k] = x
-	}
-	conv := make([]any, len(msgs))
+	out := clone(v)
+	converted := make([]any, len(msgs))
 	for i, m := range msgs {
-		conv[i] = fromLangChain(m)
+		converted[i] = conv(m)
 	}
-	out[messagesField] = conv
+	out[messagesField] = converted
 	return out
 }
 

@@ -44,12 +44,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.threadJSON(r.Context(), rec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.writeThread(w, r, rec)
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
@@ -57,6 +52,11 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.writeThread(w, r, rec)
+}
+
+// writeThread answers with the thread rec.
+func (s *Server) writeThread(w http.ResponseWriter, r *http.Request, rec *store.ThreadRecord) error {
 	out, err := s.threadJSON(r.Context(), rec)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 	if err := s.runs.UpdateThread(r.Context(), rec); err != nil {
 		return err
 	}
-	return s.getThread(w, r)
+	return s.writeThread(w, r, rec)
 }
 
 // deleteThread removes a thread that no run of is running or pending:
