@@ -19,6 +19,7 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/runner/store/stores"
 )
 
@@ -410,24 +411,11 @@ func runConcurrently(b *testing.B, e *runner.Engine, conc, n int, prefix string)
 // walPerStep returns the WAL bytes a step of run, which runs steps steps,
 // wrote to the SQLite file at path, run starting on an empty WAL.
 func walPerStep(b *testing.B, path string, steps int, run func()) float64 {
-	db, err := sql.Open("sqlite", path)
+	n, err := sqlite.WALBytes(path, run)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	var busy, frames, done, pageSize int
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		b.Fatal(err)
-	}
-	run()
-	err = db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done)
-	if err == nil {
-		err = db.QueryRow(`PRAGMA page_size`).Scan(&pageSize)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	return float64(frames*(pageSize+24)) / float64(steps)
+	return float64(n) / float64(steps)
 }
 
 // BenchmarkPausedThreads measures what a paused thread takes on disk:

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -31,32 +30,21 @@ func BenchmarkPut(b *testing.B) {
 const walPuts = 100
 
 // walBytesPerPut Puts walPuts small checkpoints on thread t into an empty
-// WAL and returns the WAL bytes (frames of a page and its header) each
-// added.
+// WAL and returns the WAL bytes each added.
 func walBytesPerPut(b *testing.B, s store.Store, path string) float64 {
-	db, err := sql.Open("sqlite", path)
+	n, err := WALBytes(path, func() {
+		for id := int64(1); id <= walPuts; id++ {
+			cp := &store.Checkpoint{Thread: "t", ID: id, Parent: id - 1, Node: "agent", Status: "running",
+				Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123"}
+			if err := s.Put(context.Background(), cp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
-	var busy, frames, done, pageSize int
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		b.Fatal(err)
-	}
-	for id := int64(1); id <= walPuts; id++ {
-		cp := &store.Checkpoint{Thread: "t", ID: id, Parent: id - 1, Node: "agent", Status: "running",
-			Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123"}
-		if err := s.Put(context.Background(), cp); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &done); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
-		b.Fatal(err)
-	}
-	return float64(frames*(pageSize+24)) / walPuts
+	return float64(n) / walPuts
 }
 
 // BenchmarkPutLargeState documents that a Put costs what the step wrote,
