@@ -136,19 +136,18 @@ func BenchmarkStep(b *testing.B) {
 		}
 		perStep(b, start)
 	})
-	dir := b.TempDir()
 	stores := []struct{ name, dsn, durability string }{
 		{"engine-no-store", "", ""}, {"engine-memory", "memory:", ""},
-		{"engine-sqlite", "sqlite:" + dir + "/normal.db", ""},
-		{"engine-sqlite-full", "sqlite:" + dir + "/full.db?sync=full", ""},
-		{"engine-sqlite-async", "sqlite:" + dir + "/async.db", runner.DurabilityAsync},
-		{"engine-sqlite-exit", "sqlite:" + dir + "/exit.db", runner.DurabilityExit},
+		{"engine-sqlite", "sqlite:DIR/normal.db", ""},
+		{"engine-sqlite-full", "sqlite:DIR/full.db?sync=full", ""},
+		{"engine-sqlite-async", "sqlite:DIR/async.db", runner.DurabilityAsync},
+		{"engine-sqlite-exit", "sqlite:DIR/exit.db", runner.DurabilityExit},
 	}
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			g := graph004()
 			g.Durability = st.durability
-			benchEngine(b, g, st.dsn, input)
+			benchEngine(b, g, freshDSN(b, st.dsn), input)
 		})
 	}
 	if os.Getenv(postgresEnv) != "" {
@@ -185,6 +184,13 @@ func postgresSchema(b *testing.B) string {
 	return u.String()
 }
 
+// freshDSN puts a new directory for each run of a benchmark in place of
+// DIR in dsn: a benchmark function runs more than once (-count, the
+// runs that size b.N), and a file of an earlier run would hold its threads.
+func freshDSN(b *testing.B, dsn string) string {
+	return strings.Replace(dsn, "DIR", b.TempDir(), 1)
+}
+
 func benchEngine(b *testing.B, g *runner.Graph, dsn string, input map[string]any) {
 	e := &runner.Engine{}
 	if dsn != "" {
@@ -213,12 +219,12 @@ func benchEngine(b *testing.B, g *runner.Graph, dsn string, input map[string]any
 // YAML with its expression tools, as `runner exec` would.
 func BenchmarkFraud004(b *testing.B) {
 	g := compileShipped(b, "fraud_investigation")
-	for _, dsn := range []string{"", "memory:", "sqlite:" + b.TempDir() + "/bench.db"} {
+	for _, dsn := range []string{"", "memory:", "sqlite:DIR/bench.db"} {
 		name := "no-store"
 		if dsn != "" {
 			name = dsn[:6]
 		}
-		b.Run(name, func(b *testing.B) { benchEngine(b, g, dsn, map[string]any{"transaction_id": "txn_1001"}) })
+		b.Run(name, func(b *testing.B) { benchEngine(b, g, freshDSN(b, dsn), map[string]any{"transaction_id": "txn_1001"}) })
 	}
 }
 
