@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -171,37 +167,6 @@ func startReplica(t *testing.T, bin, dir, storeURL string) (string, *os.Process)
 		_ = cmd.Wait()
 	})
 	return serveAddress(t, stderr), cmd.Process
-}
-
-// call sends a JSON request with the test's API key and checks the status.
-func call(t *testing.T, method, url string, body any, status int) *http.Response {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	req.Header.Set("X-Api-Key", "sk-test")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != status {
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("%s %s = %d %s, want %d", method, url, resp.StatusCode, data, status)
-	}
-	return resp
-}
-
-// decode decodes a response's JSON body into v.
-func decode(t *testing.T, resp *http.Response, v any) {
-	t.Helper()
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("decode %s: %v", resp.Request.URL, err)
-	}
 }
 
 // runStatus is the status of the run at url.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"os"
 	"testing"
 )
@@ -50,45 +49,25 @@ func TestSeedsServed(t *testing.T) {
 				}
 				script = string(src)
 			}
-			_, base := startServe(t, bin, script, "sk-seed")
+			_, base := startServe(t, bin, script, "sk-test")
 			var thread struct {
 				ID string `json:"thread_id"`
 			}
-			post(t, base+"/threads", map[string]any{}, &thread)
+			decode(t, call(t, "POST", base+"/threads", map[string]any{}, 200), &thread)
 			runs := base + "/threads/" + thread.ID + "/runs/wait"
 			var values map[string]any
-			post(t, runs, map[string]any{"assistant_id": seed.agent, "input": seed.input}, &values)
+			decode(t, call(t, "POST", runs, map[string]any{"assistant_id": seed.agent, "input": seed.input}, 200), &values)
 			if _, paused := values["__interrupt__"]; paused != (seed.resume != nil) {
 				t.Fatalf("first run: paused %v, want %v: %v", paused, seed.resume != nil, values)
 			}
 			if seed.resume != nil {
 				values = nil
-				post(t, runs, map[string]any{"assistant_id": seed.agent, "command": map[string]any{"resume": seed.resume}}, &values)
+				decode(t, call(t, "POST", runs, map[string]any{"assistant_id": seed.agent, "command": map[string]any{"resume": seed.resume}}, 200), &values)
 			}
 			out, _ := json.Marshal(values)
 			if values["__interrupt__"] != nil || values["__error__"] != nil || !bytes.Contains(out, []byte(seed.want)) {
 				t.Fatalf("final values lack %s:\n%.2000s", seed.want, out)
 			}
 		})
-	}
-}
-
-// post sends body as JSON with the test key and decodes a 200 answer into
-// out.
-func post(t *testing.T, url string, body, out any) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
-	req.Header.Set("X-Api-Key", "sk-seed")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST %s = %d", url, resp.StatusCode)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatal(err)
 	}
 }

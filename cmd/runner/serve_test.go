@@ -33,36 +33,21 @@ func TestServe(t *testing.T) {
 	}
 	cmd, base := startServe(t, bin, serveScript, "sk-test")
 
-	call := func(method, path string, body any, status int) *http.Response {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
-		req.Header.Set("X-Api-Key", "sk-test")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != status {
-			data, _ := io.ReadAll(resp.Body)
-			t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, data, status)
-		}
-		return resp
-	}
 	if resp, err := http.Get(base + "/threads/x"); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("no key: %v %v", resp.StatusCode, err)
 	}
 	var thread struct {
 		ThreadID string `json:"thread_id"`
 	}
-	_ = json.NewDecoder(call("POST", "/threads", map[string]any{}, 200).Body).Decode(&thread)
-	runs := "/threads/" + thread.ThreadID + "/runs/stream"
+	_ = json.NewDecoder(call(t, "POST", base+"/threads", map[string]any{}, 200).Body).Decode(&thread)
+	runs := base + "/threads/" + thread.ThreadID + "/runs/stream"
 	input := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}, "conversation_id": "conv-1"}
-	evs := sseEvents(t, call("POST", runs, map[string]any{"assistant_id": "rule_37", "input": input, "stream_mode": []string{"updates"}}, 200))
+	evs := sseEvents(t, call(t, "POST", runs, map[string]any{"assistant_id": "rule_37", "input": input, "stream_mode": []string{"updates"}}, 200))
 	if !strings.Contains(evs, `"__interrupt__"`) || !strings.Contains(evs, `"create_entity"`) || !strings.HasSuffix(evs, "event: end\ndata: null\n") {
 		t.Fatalf("first run's stream has no approval interrupt:\n%s", evs)
 	}
 	resume := map[string]any{"assistant_id": "rule_37", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}, "stream_mode": "values"}
-	if evs := sseEvents(t, call("POST", runs, resume, 200)); strings.Contains(evs, "event: error") {
+	if evs := sseEvents(t, call(t, "POST", runs, resume, 200)); strings.Contains(evs, "event: error") {
 		t.Fatalf("resume failed:\n%s", evs)
 	}
 	var state struct {
@@ -72,13 +57,13 @@ func TestServe(t *testing.T) {
 		}
 		Next []string
 	}
-	_ = json.NewDecoder(call("GET", "/threads/"+thread.ThreadID+"/state", nil, 200).Body).Decode(&state)
+	_ = json.NewDecoder(call(t, "GET", base+"/threads/"+thread.ThreadID+"/state", nil, 200).Body).Decode(&state)
 	msgs := state.Values.Messages
 	if state.Values.Status != "completed" || len(state.Next) != 0 || len(msgs) < 2 ||
 		!strings.Contains(msgs[len(msgs)-2]["content"].(string), "well-mitchell-ranch-3h") || msgs[len(msgs)-1]["type"] != "ai" {
 		t.Errorf("final state: %+v", state)
 	}
-	call("POST", runs, resume, 409) // the interrupt took its resume
+	call(t, "POST", runs, resume, 409) // the interrupt took its resume
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("serve after SIGTERM: %v", err)
@@ -140,4 +125,35 @@ func sseEvents(t *testing.T, resp *http.Response) string {
 		}
 	}
 	return b.String()
+}
+
+// call sends a JSON request with the test's API key and checks the status.
+func call(t *testing.T, method, url string, body any, status int) *http.Response {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("X-Api-Key", "sk-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != status {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("%s %s = %d %s, want %d", method, url, resp.StatusCode, data, status)
+	}
+	return resp
+}
+
+// decode decodes a response's JSON body into v.
+func decode(t *testing.T, resp *http.Response, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("decode %s: %v", resp.Request.URL, err)
+	}
 }
