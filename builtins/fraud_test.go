@@ -67,8 +67,8 @@ func TestFraudResumeAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	g := shippedGraph(t, "fraud_investigation")
 	input := map[string]any{"transaction_id": "txn_1005"}
-	clock := func() time.Time { return time.Date(2025, 3, 16, 11, 20, 0, 0, time.UTC) } // the audit times are the clock's
-	want, err := (&runner.Engine{Now: clock}).Run(ctx, g, "t", input)
+	clock := fixedClock{at: time.Date(2025, 3, 16, 11, 20, 0, 0, time.UTC)} // the audit times are the clock's
+	want, err := (&runner.Engine{Clock: clock}).Run(ctx, g, "t", input)
 	if err != nil || want.Status != runner.StatusCompleted {
 		t.Fatalf("reference: %v %+v", err, want)
 	}
@@ -76,10 +76,10 @@ func TestFraudResumeAfterCrash(t *testing.T) {
 		t.Run(fmt.Sprintf("crash-at-checkpoint-%d", n), func(t *testing.T) {
 			mem := store.NewMemory()
 			defer mem.Close()
-			if _, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}, Now: clock}).Run(ctx, g, "t", input); err == nil {
+			if _, err := (&runner.Engine{Store: &dyingStore{Store: mem, n: n}, Clock: clock}).Run(ctx, g, "t", input); err == nil {
 				t.Fatal("the run survived its store")
 			}
-			got, err := (&runner.Engine{Store: mem, Now: clock}).Resume(ctx, g, "t", runner.ResumeOptions{})
+			got, err := (&runner.Engine{Store: mem, Clock: clock}).Resume(ctx, g, "t", runner.ResumeOptions{})
 			if err != nil || got.Status != runner.StatusCompleted {
 				t.Fatalf("resume: %v %+v", err, got)
 			}
@@ -128,3 +128,11 @@ func TestFraudTimedOut(t *testing.T) {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 }
+
+// fixedClock is the wall clock whose reading never moves.
+type fixedClock struct {
+	runner.RealClock
+	at time.Time
+}
+
+func (c fixedClock) Now() time.Time { return c.at }

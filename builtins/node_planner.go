@@ -280,7 +280,7 @@ func (l *plannerLLM) ask(ctx context.Context, in *runner.Input, vars map[string]
 	}
 	c := &caller{model: l.model, params: l.model.Def.Params, phase: "planner"}
 	defer c.record(upd, l.metrics)
-	callCtx, cancel := context.WithTimeout(ctx, l.timeout)
+	callCtx, cancel := runner.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	v, err := c.structured(callCtx, in, msgs, l.schema, []string{MethodSchema}, 1)
 	switch {
@@ -288,7 +288,7 @@ func (l *plannerLLM) ask(ctx context.Context, in *runner.Input, vars map[string]
 		return decisionOf(v), "", nil
 	case mustPropagate(ctx, err):
 		return nil, "", err
-	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
+	case runner.TimedOut(callCtx):
 		return nil, fmt.Sprintf("llm timed out after %s", l.timeout), nil
 	case errors.As(err, new(*runner.ProviderError)):
 		return nil, "llm call failed: " + err.Error(), nil

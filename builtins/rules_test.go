@@ -542,14 +542,14 @@ func TestRuleActions(t *testing.T) {
 	})
 	t.Run("an unanswered gate expires", func(t *testing.T) {
 		g, cnt := gateRig(t, askToCreate)
-		now := time.Now()
+		clk := &fixedClock{at: time.Now()}
 		e := engine(t)
-		e.Now = func() time.Time { return now }
+		e.Clock = clk
 		paused(t, e, g, cnt)
 		if exp := pendingExpiry(t, e); exp == "" {
 			t.Fatal("the pause names no expiry")
 		}
-		now = now.Add(25 * time.Hour)
+		clk.at = clk.at.Add(25 * time.Hour)
 		res, err := e.Resume(context.Background(), g, "t1", runner.ResumeOptions{Value: map[string]any{"approved": true}})
 		if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 0 {
 			t.Fatalf("%v %+v; the expired call ran %d times", err, res, cnt.calls())

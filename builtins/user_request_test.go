@@ -2,12 +2,10 @@ package builtins_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -16,9 +14,8 @@ import (
 )
 
 // What reference workload 001 (pipelines/user_request) needs beyond its
-// YAML tests: its timeouts, shortened so a test need not wait a minute;
-// the text its LLM calls really receive; and its rules on choregraph_run,
-// which its own routes never let fire.
+// YAML tests: the text its LLM calls really receive, and its rules on
+// choregraph_run, which its own routes never let fire.
 
 // recorder is a scripted provider that keeps every request it answers.
 type recorder struct {
@@ -46,7 +43,7 @@ func (r *recorder) request(t *testing.T, n int) *runner.ChatRequest {
 }
 
 // userRequestRig is the shipped user_request agent, compiled with the
-// given replies, mocks and tool timeouts.
+// given replies and mocks.
 type userRequestRig struct {
 	graph    *runner.Graph
 	provider *recorder
@@ -55,15 +52,10 @@ type userRequestRig struct {
 
 // mocks builds the mocked tools from the checked project, which holds
 // their parameters.
-func newUserRequestRig(t *testing.T, script []dsl.Reply, mocks func(*dsl.Project) map[string]runner.Tool, timeouts map[string]time.Duration) *userRequestRig {
+func newUserRequestRig(t *testing.T, script []dsl.Reply, mocks func(*dsl.Project) map[string]runner.Tool) *userRequestRig {
 	t.Helper()
 	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
 	c, proj := checked(t, docs, diags)
-	for name, d := range timeouts {
-		def := *proj.Tools[name]
-		def.Timeout = d
-		proj.Tools[name] = &def
-	}
 	rec := &recorder{Provider: builtins.Scripted(script)}
 	var ms map[string]runner.Tool
 	if mocks != nil {
@@ -89,20 +81,6 @@ func mockTool(t *testing.T, proj *dsl.Project, name string, fn runner.ToolFunc) 
 	return tool
 }
 
-// shippedTools returns the shipped tool documents.
-func shippedTools(t *testing.T) map[string]*dsl.ToolDef {
-	t.Helper()
-	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
-	_, proj := checked(t, docs, diags)
-	return proj.Tools
-}
-
-// blockUntilTimeout is a tool that never answers before its deadline.
-func blockUntilTimeout(ctx context.Context, _ *runner.ToolCall) (any, error) {
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
 func completedRun(_ context.Context, _ *runner.ToolCall) (any, error) {
 	return map[string]any{"run_id": "run-1", "status": "completed", "error": ""}, nil
 }
@@ -117,86 +95,6 @@ var (
 		Text: `<ChoregrapheProject xar_version="3"><Box name="root" id="-1"><Diagram><Box name="stand_up" id="1"/><Box name="wave" id="2"/></Diagram></Box></ChoregrapheProject>`}
 )
 
-// TestUserRequestTimeouts checks the seed's timeouts on the shipped tools
-// (ASP solving 60 s, Choregraph 120 s) and, with them shortened, the
-// routes a timed-out call takes: a solve that overruns is a planning
-// failure the planner retries; a Choregraph run that overruns ends the
-// request with a clear error.
-func TestUserRequestTimeouts(t *testing.T) {
-	tools := shippedTools(t)
-	for name, want := range map[string]time.Duration{"asp_solve": 60 * time.Second, "choregraph_run": 120 * time.Second} {
-		if got := tools[name].Timeout; got != want {
-			t.Errorf("tool %s: timeout %s, want the seed's %s", name, got, want)
-		}
-	}
-	const short = 30 * time.Millisecond
-	ctx := context.Background()
-
-	t.Run("asp_solve timed out replans", func(t *testing.T) {
-		var mu sync.Mutex
-		calls := 0
-		real, err := builtins.Tool(tools["asp_solve"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		solve := runner.ToolFunc(func(ctx context.Context, call *runner.ToolCall) (any, error) {
-			mu.Lock()
-			calls++
-			n := calls
-			mu.Unlock()
-			if n == 1 {
-				return blockUntilTimeout(ctx, call)
-			}
-			return real.Call(ctx, call)
-		})
-		rig := newUserRequestRig(t, []dsl.Reply{accepted, goodPlan, goodPlan, goodXML}, func(proj *dsl.Project) map[string]runner.Tool {
-			return map[string]runner.Tool{
-				"asp_solve":      mockTool(t, proj, "asp_solve", solve),
-				"choregraph_run": mockTool(t, proj, "choregraph_run", completedRun),
-			}
-		}, map[string]time.Duration{"asp_solve": short})
-		res, err := rig.engine.Run(ctx, rig.graph, "t", webInput)
-		if err != nil || res.Status != runner.StatusCompleted {
-			t.Fatalf("run: %v %+v", err, res)
-		}
-		execs := res.State["tool_executions"].([]any)
-		first := execs[0].(map[string]any)
-		if first["status"] != runner.ToolTimedOut || first["error_message"] != "tool asp_solve timed out after 30ms" {
-			t.Errorf("first solve: %v %v, want TIMED_OUT after 30ms", first["status"], first["error_message"])
-		}
-		if fb := res.State["planning_feedback"]; fb != "ASP solving timed out (tool asp_solve timed out after 30ms); make the plan shorter and simpler" {
-			t.Errorf("planning_feedback = %q", fb)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !slices.Contains(res.Path, "asp_failed") || fmt.Sprint(res.State["planning_retry_count"]) != "1" || calls != 2 {
-			t.Errorf("path %v, planning_retry_count %v, %d solves; want asp_failed, 1, 2", res.Path, res.State["planning_retry_count"], calls)
-		}
-	})
-
-	t.Run("choregraph_run timed out ends with an error", func(t *testing.T) {
-		rig := newUserRequestRig(t, []dsl.Reply{accepted, goodPlan, goodXML}, func(proj *dsl.Project) map[string]runner.Tool {
-			return map[string]runner.Tool{"choregraph_run": mockTool(t, proj, "choregraph_run", blockUntilTimeout)}
-		}, map[string]time.Duration{"choregraph_run": short})
-		res, err := rig.engine.Run(ctx, rig.graph, "t", webInput)
-		if err != nil || res.Status != runner.StatusCompleted {
-			t.Fatalf("run: %v %+v", err, res)
-		}
-		out := res.State["output"].(map[string]any)
-		want := "Sorry, I could not complete your request: the Choregraph service did not run the behaviour: tool choregraph_run timed out after 30ms."
-		if out["text"] != want || last(res.Path) != "error_output" || fmt.Sprint(res.State["planning_retry_count"]) != "0" {
-			t.Errorf("output %q after %v (planning_retry_count %v)\nwant %q after error_output, no replanning", out["text"], res.Path, res.State["planning_retry_count"], want)
-		}
-	})
-}
-
-func last(path []string) string {
-	if len(path) == 0 {
-		return ""
-	}
-	return path[len(path)-1]
-}
-
 // TestUserRequestFeedbackReachesTheModel follows one request through a
 // clarification, an unsatisfiable plan and an invalid XML, and checks what
 // each retried LLM call was sent: the user's reply in the transformation's
@@ -209,7 +107,7 @@ func TestUserRequestFeedbackReachesTheModel(t *testing.T) {
 	badXML := dsl.Reply{Node: "viz_generation", Text: "<ChoregrapheProject xar_version=\"3\">\n<Box name=\"root\">\n</Diagram>"}
 	rig := newUserRequestRig(t, []dsl.Reply{ask, accepted, badPlan, goodPlan, badXML, goodXML}, func(proj *dsl.Project) map[string]runner.Tool {
 		return map[string]runner.Tool{"choregraph_run": mockTool(t, proj, "choregraph_run", completedRun)}
-	}, nil)
+	})
 	ctx := context.Background()
 	res, err := rig.engine.Run(ctx, rig.graph, "t", webInput)
 	if err != nil || res.Status != runner.StatusInterrupted || res.Interrupt == nil || res.Interrupt.Message != "Which hand?" {
@@ -276,7 +174,7 @@ func TestUserRequestRules(t *testing.T) {
 			mu.Unlock()
 			return completedRun(ctx, call)
 		})}
-	}, nil)
+	})
 	g := *rig.graph
 	g.Start = "choregraph_http_run"
 	g.CheckInput = nil // the test seeds the processing fields a request may not set
@@ -328,7 +226,7 @@ func TestUserRequestScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rig := newUserRequestRig(t, script, nil, nil)
+	rig := newUserRequestRig(t, script, nil)
 	ctx := context.Background()
 	input := map[string]any{"input": map[string]any{"message": "Make the robot greet visitors", "request_id": "r1", "is_api": true}}
 	res, err := rig.engine.Run(ctx, rig.graph, "t", input)

@@ -140,7 +140,7 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 		c.deny = f.deny
 	case f.gate != nil:
 		c.entry = r.journal(&callEntry{ID: id, Tool: s.Name, Args: req.Args, Rule: f.gate.Key})
-		c.entry.pausedAt(r.now(), f.gate.Action.HITL)
+		c.entry.pausedAt(r.clock.Now(), f.gate.Action.HITL)
 	}
 	return c, nil
 }
@@ -162,7 +162,7 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 		case DecisionReject:
 			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)}))
 		case DecisionRespond:
-			exec := r.newExec(c, r.now())
+			exec := r.newExec(c, r.clock.Now())
 			exec.Output, exec.OK, exec.Status = d.Message, true, ToolAnswered
 			return r.record(c, ToolOutcome{Exec: exec})
 		}
@@ -202,18 +202,18 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
+		ctx, cancel = WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	exec := r.newExec(c, r.now())
-	start := r.now()
+	exec := r.newExec(c, r.clock.Now())
+	start := r.clock.Now()
 	out, err := c.req.Spec.Tool.Call(ctx, &ToolCall{Name: c.info.Name, Args: c.info.Args, State: r.in.State, Key: r.Thread + ":" + c.info.ID})
 	out = NormalizeJSON(out)                                        // whatever the tool's kind, rules and nodes see JSON-like values
 	out, err = r.Graph.Redact.Value(out), r.Graph.Redact.Error(err) // before anything keeps or shows them
-	if err != nil && timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if err != nil && timeout > 0 && TimedOut(ctx) {
 		err = &TimeoutError{What: "tool " + c.info.Name, After: timeout}
 	}
-	exec.ExecutionTimeMS = r.now().Sub(start).Milliseconds()
+	exec.ExecutionTimeMS = r.clock.Now().Sub(start).Milliseconds()
 	var st Update
 	if err == nil && c.req.Spec.UpdatesState {
 		out, st, err = stateAware(c.info.Name, out)
@@ -256,7 +256,7 @@ func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 	case f.gate != nil:
 		// the result is journaled with the pause: the call never runs again
 		c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state, Rule: f.gate.Key, After: true})
-		c.entry.pausedAt(r.now(), f.gate.Action.HITL)
+		c.entry.pausedAt(r.clock.Now(), f.gate.Action.HITL)
 		return r.decideAfter(c)
 	}
 	return o, nil
@@ -264,7 +264,7 @@ func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 
 // unrun is the outcome of a call that did not run.
 func (r *Run) unrun(c *toolCall, status string, why error) ToolOutcome {
-	exec := r.newExec(c, r.now())
+	exec := r.newExec(c, r.clock.Now())
 	exec.Status, exec.ErrorMessage = status, why.Error()
 	return ToolOutcome{Exec: exec, Err: why}
 }
@@ -323,11 +323,11 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	if r.engine.Sink != nil {
 		r.emit(EventLLMCall, r.in.Node, map[string]any{"model": req.Model, "phase": req.Phase, "call": rec.Call})
 	}
-	start := r.now()
+	start := r.clock.Now()
 	resp, err := r.chat(ctx, req.Provider, req.Chat)
-	rec.LatencyMS = r.now().Sub(start).Milliseconds()
+	rec.LatencyMS = r.clock.Now().Sub(start).Milliseconds()
 	if err != nil {
-		if errors.Is(ctx.Err(), context.Canceled) { // the run was stopped, the call never answered: not counted, so the resumed run makes it again as call n
+		if ctx.Err() != nil && !TimedOut(ctx) { // the run was stopped, the call never answered: not counted, so the resumed run makes it again as call n
 			r.meter.refund(kind)
 		}
 		r.llmResult(rec, err)

@@ -87,7 +87,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		parent = c.branchFrom
 	}
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: parent, Step: r.step, Node: c.node, Next: c.next,
-		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.now(), Lease: r.lease}
+		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.clock.Now(), Lease: r.lease}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if r.caughtNew || snap { // a snapshot carries it on
 		m.Caught, r.caughtNew = r.caught, false

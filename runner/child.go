@@ -26,11 +26,11 @@ func (r *Run) runVar() map[string]any {
 	}
 	limits := map[string]any{"max_steps": int64(r.Graph.MaxSteps), "timeout_seconds": timeout.Seconds()}
 	return map[string]any{"thread": r.Thread, "started_at": r.started.UTC().Format(time.RFC3339Nano),
-		"now": r.now().UTC().Format(time.RFC3339Nano), "limits": limits}
+		"now": r.clock.Now().UTC().Format(time.RFC3339Nano), "limits": limits}
 }
 
 // Now returns the run's clock reading.
-func (r *Run) Now() time.Time { return r.now() }
+func (r *Run) Now() time.Time { return r.clock.Now() }
 
 // Child runs g as a child thread of this run (a subgraph or a parallel
 // branch, named name): its checkpoints live under the parent thread, as
@@ -39,7 +39,7 @@ func (r *Run) Now() time.Time { return r.now() }
 // over, and a child that had completed returns its result unchanged.
 func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string]any, resume any) (*Result, error) {
 	thread := fmt.Sprintf("%s/%s@%d", r.Thread, name, r.step)
-	e := &Engine{Store: r.engine.Store, Sink: r.engine.Sink, Now: r.now, Tenant: r.tenant, meter: r.meter, Durability: r.durability()}
+	e := &Engine{Store: r.engine.Store, Sink: r.engine.Sink, Clock: r.engine.Clock, Tenant: r.tenant, meter: r.meter, Durability: r.durability()}
 	if e.Store == nil {
 		return e.Run(ctx, g, thread, input)
 	}

@@ -19,7 +19,7 @@ func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (
 	case errors.Is(err, ErrInvalidResume), errors.Is(err, errStore):
 		return nil, err
 	case ctx.Err() != nil:
-		return r.stop(ctx, state, cur, ctx.Err())
+		return r.stop(ctx, state, cur)
 	case errors.As(err, &be):
 		return r.exceeded(ctx, state, cur, be)
 	case errors.As(err, &re):
@@ -58,11 +58,11 @@ func (r *Run) pauseAt(ctx context.Context, state State, cur, next string, intr *
 // stop ends a run whose context ended: the run's own timeout ends it
 // timed out, a cancellation leaves it resumable at the node it had not
 // finished.
-func (r *Run) stop(ctx context.Context, state State, cur string, cause error) (*Result, error) {
+func (r *Run) stop(ctx context.Context, state State, cur string) (*Result, error) {
 	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
 		return r.exceeded(ctx, state, cur, be)
 	}
-	if errors.Is(cause, context.DeadlineExceeded) && r.Graph.Timeout > 0 {
+	if TimedOut(ctx) && r.Graph.Timeout > 0 {
 		return r.end(ctx, state, cur, StatusTimedOut, &RunError{Code: "timeout", Node: cur, Kind: KindTimeout, Message: fmt.Sprintf(
 			"pipeline %s ran longer than its timeout of %s (at node %s); raise limits.timeout if the run needs more", r.Graph.Name, r.Graph.Timeout, cur)})
 	}

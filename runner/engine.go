@@ -28,8 +28,8 @@ type Engine struct {
 	Store store.Store
 	// Sink receives events; nil emits none.
 	Sink Sink
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is the time runs see (default RealClock).
+	Clock Clock
 	// Tenant is the tenant new threads run for: a tenant's rule sets
 	// apply to them. A resumed thread keeps the tenant it started with.
 	Tenant string
@@ -114,7 +114,7 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	if state, err = r.nextTurn(ctx, state, input); err != nil {
 		return nil, err
 	}
-	r.input, r.started = input, r.now()
+	r.input, r.started = input, r.clock.Now()
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})
 	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true, step: true}); err != nil {
 		return nil, err
@@ -258,7 +258,7 @@ func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *met
 }
 
 func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
-	r := &Run{Thread: thread, Graph: g, engine: e, now: e.now(), meter: e.meter, tenant: tenant, rules: activeRules(g, tenant)}
+	r := &Run{Thread: thread, Graph: g, engine: e, clock: e.clock(), meter: e.meter, tenant: tenant, rules: activeRules(g, tenant)}
 	if g.Agent != nil {
 		r.agent = g.Agent.vars()
 	}

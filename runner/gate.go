@@ -222,7 +222,7 @@ func (r *Run) expire(gated []*toolCall) bool {
 	all := true
 	for _, c := range gated {
 		e := c.entry
-		if e.Expires == nil || r.now().Before(*e.Expires) {
+		if e.Expires == nil || r.clock.Now().Before(*e.Expires) {
 			all = false
 			continue
 		}

@@ -40,7 +40,7 @@ func (r *Run) handle(state State, cur, status string, re *RunError) State {
 	if limit <= 0 {
 		limit = DefaultHandlerTimeout
 	}
-	ctx, cancel := context.WithTimeout(r.base, limit)
+	ctx, cancel := WithTimeout(r.base, limit)
 	defer cancel()
 	for cur := h; cur != End; {
 		next, err := r.step1(ctx, &state, cur, nil)
@@ -59,7 +59,7 @@ func handlerFailure(ctx context.Context, err error, limit time.Duration) string 
 	switch {
 	case errors.As(err, &intr):
 		return "a handler cannot pause (" + intr.Kind + ")"
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case TimedOut(ctx):
 		return fmt.Sprintf("it ran longer than limits.handler_timeout (%s)", limit)
 	}
 	return err.Error()

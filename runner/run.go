@@ -16,7 +16,7 @@ type Run struct {
 	Graph  *Graph
 
 	engine    *Engine
-	now       func() time.Time
+	clock     Clock
 	input     map[string]any
 	id        int64 // newest checkpoint id
 	lease     int64 // token of the thread's lease, for its checkpoints
@@ -79,7 +79,7 @@ func (r *Run) emit(typ, node string, data any) {
 // the sink.
 func (r *Run) send(ev Event) {
 	if r.engine.Sink != nil {
-		ev.Thread, ev.Step, ev.Time = r.Thread, r.step, r.now()
+		ev.Thread, ev.Step, ev.Time = r.Thread, r.step, r.clock.Now()
 		r.engine.Sink(ev)
 	}
 }
@@ -96,23 +96,26 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 		}
 	}()
 	g := r.Graph
+	if r.engine.Clock != nil { // what waits and timeouts below the run go by
+		ctx = context.WithValue(ctx, clockKey{}, r.clock)
+	}
 	r.base = ctx
 	if g.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
+		ctx, cancel = r.clock.WithTimeout(ctx, g.Timeout, nil)
 		defer cancel()
 	}
 	if t := r.meter.budget.Timeout; t > 0 && r.ownsMeter {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
+		ctx, cancel = r.clock.WithTimeout(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
 		defer cancel()
 	}
 	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
 	r.syncBudget(r.step - r.turn)
 	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar()}
 	for cur != End {
-		if err := ctx.Err(); err != nil {
-			return r.stop(ctx, state, cur, err)
+		if ctx.Err() != nil {
+			return r.stop(ctx, state, cur)
 		}
 		if g.MaxSteps > 0 && r.step-r.turn >= g.MaxSteps {
 			return r.fail(ctx, state, cur, &RunError{Code: "max_steps", Node: cur, Message: fmt.Sprintf(
@@ -148,7 +151,7 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 // not escape), with the clock's new reading.
 func (r *Run) routeRun() {
 	if m, ok := r.vars["run"].(map[string]any); ok {
-		m["now"] = r.now().UTC().Format(time.RFC3339Nano)
+		m["now"] = r.clock.Now().UTC().Format(time.RFC3339Nano)
 		return
 	}
 	r.vars["run"] = r.runVar()
@@ -168,7 +171,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	var start time.Time
 	if r.engine.Sink != nil {
 		r.emit(EventNodeStart, cur, nil)
-		start = r.now()
+		start = r.clock.Now()
 	}
 	r.in = Input{Node: cur, State: *state, Run: r}
 	if resume != nil {
@@ -215,7 +218,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		return "", err
 	}
 	if r.engine.Sink != nil {
-		r.emit(EventNodeEnd, cur, map[string]any{"update": upd, "next": next, "duration_ms": r.now().Sub(start).Milliseconds()})
+		r.emit(EventNodeEnd, cur, map[string]any{"update": upd, "next": next, "duration_ms": r.clock.Now().Sub(start).Milliseconds()})
 	}
 	return next, nil
 }
@@ -246,7 +249,7 @@ func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 func attempt(ctx context.Context, s *Step, in *Input) (upd Update, err error) {
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		ctx, cancel = WithTimeout(ctx, s.Timeout)
 		defer cancel()
 	}
 	defer func() {
@@ -255,7 +258,7 @@ func attempt(ctx context.Context, s *Step, in *Input) (upd Update, err error) {
 		}
 	}()
 	upd, err = s.Node.Run(ctx, in)
-	if err != nil && s.Timeout > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+	if err != nil && s.Timeout > 0 && TimedOut(ctx) {
 		err = &TimeoutError{What: "node " + s.Name, After: s.Timeout}
 	}
 	return upd, err
@@ -319,21 +322,6 @@ func (p Retry) backoff(a int) time.Duration {
 		d = p.MaxBackoff
 	}
 	return d/2 + rand.N(d/2+1)
-}
-
-// Sleep waits d, or until ctx ends (returning its error).
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // route picks the first route whose condition holds; the conditions

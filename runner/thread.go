@@ -75,7 +75,7 @@ func (e *Engine) Prune(ctx context.Context, g *Graph, thread string, ret Retenti
 		keepFrom = max(keepFrom, last.ID-int64(ret.Keep)+1)
 	}
 	if ret.MaxAge > 0 {
-		cutoff := e.now()().Add(-ret.MaxAge)
+		cutoff := e.clock().Now().Add(-ret.MaxAge)
 		for _, cp := range hist {
 			if cp.CreatedAt.Before(cutoff) {
 				keepFrom = max(keepFrom, cp.ID+1)
@@ -120,16 +120,16 @@ func (e *Engine) compact(ctx context.Context, g *Graph, cps []*store.Checkpoint)
 		return 0, err
 	}
 	cp := *last
-	cp.ID, cp.Parent, cp.Node, cp.Writes, cp.Snapshot, cp.Meta, cp.CreatedAt = last.ID+1, last.ID, "", nil, snap, metaJSON, e.now()()
+	cp.ID, cp.Parent, cp.Node, cp.Writes, cp.Snapshot, cp.Meta, cp.CreatedAt = last.ID+1, last.ID, "", nil, snap, metaJSON, e.clock().Now()
 	return cp.ID, e.Store.Put(ctx, &cp)
 }
 
-// now returns the engine's clock.
-func (e *Engine) now() func() time.Time {
-	if e.Now != nil {
-		return e.Now
+// clock returns the engine's clock.
+func (e *Engine) clock() Clock {
+	if e.Clock != nil {
+		return e.Clock
 	}
-	return time.Now
+	return RealClock{}
 }
 
 // StatusUpdated is a thread whose state was edited (Engine.Update): it

@@ -1,7 +1,7 @@
 // Package testrun runs Test documents: a Test's target, compiled with
-// its mocked tools and scripted models, run on a memory store with a test
-// clock, resumed with each of its resume steps, and checked against its
-// expectations. Calls a Test does not answer are refused unless live.
+// its mocked tools and scripted models, run on a memory store with a
+// virtual clock (waits and timeouts take no time), resumed with each of
+// its resume steps, and checked against its expectations. Calls a Test does not answer are refused unless live.
 package testrun
 
 import (
@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -55,8 +54,8 @@ func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.Te
 func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callLog) ([]string, *runner.Result, []string) {
 	st := store.NewMemory()
 	defer st.Close()
-	clock := &testClock{}
-	e := &runner.Engine{Store: st, Sink: calls.record, Now: clock.Now, Tenant: t.Tenant}
+	clock := newClock()
+	e := &runner.Engine{Store: st, Sink: calls.record, Clock: clock, Tenant: t.Tenant}
 	res, err := e.Run(ctx, g, "test", t.Input)
 	if err != nil {
 		return []string{err.Error()}, nil, nil
@@ -79,25 +78,6 @@ func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callL
 		}
 	}
 	return nil, res, path
-}
-
-// testClock is a test's clock: real time, moved forward by resume steps'
-// after:, so gate expiry is tested without waiting.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
 }
 
 func errOr(err error, alt string) string {
