@@ -44,27 +44,20 @@ func runTests(cmd *cobra.Command, args []string) error {
 	verbose, _ := cmd.Flags().GetBool("verbose")
 	live, _ := cmd.Flags().GetBool("live")
 	w := cmd.OutOrStdout()
+	suite := &testrun.Suite{Checker: checker, Project: proj}
 	passed, failed := 0, 0
-	for _, t := range proj.Tests {
-		if !strings.Contains(t.Name, filter) {
-			continue
-		}
-		start := time.Now()
-		problems := testrun.Run(cmd.Context(), checker, proj, t, live)
-		took := time.Since(start).Round(time.Millisecond)
-		if len(problems) == 0 {
+	for _, o := range suite.Run(cmd.Context(), suite.Tests(filter), live) {
+		took := o.Took.Round(time.Millisecond)
+		if o.Passed {
 			passed++
 			if verbose {
-				fmt.Fprintf(w, "ok    %s (%s)\n", t.Name, took)
+				fmt.Fprintf(w, "ok    %s (%s)\n", o.Name, took)
 			}
 			continue
 		}
 		failed++
-		fmt.Fprintf(w, "FAIL  %s (%s)\n", t.Name, took)
-		for _, p := range problems {
-			if !strings.HasPrefix(p, t.Doc.File+":") { // not at an expectation: at the Test
-				p = t.Doc.Pos(t.Doc.Root).String() + ": " + p
-			}
+		fmt.Fprintf(w, "FAIL  %s (%s)\n", o.Name, took)
+		for _, p := range o.Problems {
 			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(p, "\n", "\n      "))
 		}
 	}
