@@ -41,6 +41,7 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun)
 	handle("POST /execute", s.executeAgent)
 	handle("GET /conversations/{id}/stream", s.conversationStream)
+	handle("POST /tests/run", s.runTests)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})

@@ -1,8 +1,9 @@
 // Package server serves runner's graphs over HTTP with the LangGraph Agent
 // Server API: assistants (one per graph), threads, runs streamed over
 // server-sent events, human-in-the-loop resume, API keys per tenant. It
-// calls only what runner.Engine and the store expose; the caller compiles
-// the graphs.
+// calls only what runner.Engine and the store expose, and runs the
+// project's Test documents with the Test harness (builtins/testrun); the
+// caller compiles the graphs.
 package server
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/runner-dev/runner/builtins/testrun"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -53,6 +55,9 @@ type Config struct {
 	// MaxStream is the longest a stream stays open (default 1h): it then
 	// ends with an error event, and the client rejoins with Last-Event-ID.
 	MaxStream time.Duration
+	// Tests are the project's Test documents, run by POST /tests/run
+	// (nil: not served).
+	Tests *testrun.Suite
 	// Version is reported by GET /info.
 	Version string
 	// Log receives the server's own messages, its request log and its
@@ -90,6 +95,7 @@ type Server struct {
 	// (thread streams wait on it)
 	admitted map[string]chan struct{}
 	stateMu  sync.Mutex // serializes state edits with run starts
+	testing  sync.Mutex // held while POST /tests/run runs Tests
 
 	metrics *metrics
 	tracing *tracing

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/runner-dev/runner/builtins/testrun"
+	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store/stores"
 	"github.com/runner-dev/runner/server"
@@ -58,7 +60,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	graphs, err := compileAll(cmd, cfg)
+	checker, proj, err := checkedProject(cmd, cfg.Paths)
+	if err != nil {
+		return err
+	}
+	graphs, err := compileAll(cmd, cfg, checker, proj)
 	if err != nil {
 		return err
 	}
@@ -90,7 +96,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(err)
 	}
 	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
-		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention}
+		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Tests: &testrun.Suite{Checker: checker, Project: proj}}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
 	scfg.Heartbeat = beat
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
@@ -173,13 +179,9 @@ func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) 
 	return err
 }
 
-// compileAll compiles every agent and pipeline; one that cannot compile
-// (a model without its API key, say) is left out with a warning.
-func compileAll(cmd *cobra.Command, cfg *Config) (map[string]*runner.Graph, error) {
-	checker, proj, err := checkedProject(cmd, cfg.Paths)
-	if err != nil {
-		return nil, err
-	}
+// compileAll compiles every agent and pipeline of proj; one that cannot
+// compile (a model without its API key, say) is left out with a warning.
+func compileAll(cmd *cobra.Command, cfg *Config, checker *dsl.Checker, proj *dsl.Project) (map[string]*runner.Graph, error) {
 	opt, err := compileOptions(cmd, cfg)
 	if err != nil {
 		return nil, err
