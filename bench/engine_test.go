@@ -353,17 +353,25 @@ func benchLongRun(b *testing.B, dsn string, steps int) {
 
 // BenchmarkConcurrentRuns measures throughput: the 004 loop run by 1 or
 // 32 goroutines at once, each on threads of its own, checkpointing every
-// step to memory or to SQLite (synchronous=NORMAL), or on SQLite with
+// step to memory, to SQLite (synchronous=NORMAL) or, when
+// RUNNER_TEST_POSTGRES names a server, to PostgreSQL, or on SQLite with
 // durability exit (the end of each run only). runs/s is the runs
 // completed a second; on SQLite, wal-B/step is the WAL each step wrote
 // (frames of a page and its header), measured over one round of runs
 // before the timed ones.
 func BenchmarkConcurrentRuns(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite", "sqlite-exit"} {
+	names := []string{"memory", "sqlite", "sqlite-exit"}
+	if os.Getenv(postgresEnv) != "" {
+		names = append(names, "postgres")
+	}
+	for _, name := range names {
 		for _, conc := range []int{1, 32} {
 			b.Run(fmt.Sprintf("%s/runs-%d", name, conc), func(b *testing.B) {
 				dsn, path := "memory:", ""
-				if name != "memory" {
+				switch name {
+				case "postgres":
+					dsn = postgresSchema(b)
+				case "sqlite", "sqlite-exit":
 					path = b.TempDir() + "/bench.db"
 					dsn = "sqlite:" + path
 				}
