@@ -3,9 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"runtime"
-	"slices"
-	"sync"
+
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // maxBatch is the most writes one transaction commits.
@@ -20,119 +19,48 @@ type putReq struct {
 	stmt      *sql.Stmt
 	args      []any
 	returning bool
-	done      chan putResult
 }
 
-type putResult struct {
-	n   int64
-	err error
-	// lead hands the write's writer the lead of the next group, which
-	// holds its write.
-	lead bool
-}
-
-// group is the group commit of the writes of concurrent runs: the first
-// writer to come leads, committing its write and those that queued
-// meanwhile, up to maxBatch, in one transaction — one WAL append and one
-// sync for all — and answering each; then it hands the lead to the
-// first writer still waiting, if any. A lone writer commits its own at
-// once. If the group's transaction fails, its writes are committed one
-// by one, so an error is only the failing write's.
-type group struct {
-	mu      sync.Mutex
-	leading bool
-	pending []*putReq
-	last    int // the size of the previous group
-}
-
-// commitPut commits a write, in a group, and waits for its transaction.
-// It does not give up when ctx ends: a write that returns an error has
-// written nothing.
+// commitPut commits a write in the group commit of concurrent writes
+// (store.Group: one WAL append and one sync for the group) and waits for
+// its transaction. It does not give up when ctx ends: a write that
+// returns an error has written nothing.
 func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	req.done = make(chan putResult, 1)
-	g := &s.group
-	g.mu.Lock()
-	g.pending = append(g.pending, req)
-	lead := !g.leading
-	g.leading = true
-	g.mu.Unlock()
-	for {
-		if lead {
-			s.lead()
-		}
-		res := <-req.done
-		if !res.lead {
-			return res.n, res.err
-		}
-		lead = true
-	}
+	res := s.group.Do(req)
+	return res.N, res.Err
 }
 
-// lead commits the next group of the writes pending, then hands the lead
-// to the first writer still waiting. When the previous group was larger
-// than what is pending, it yields once first, so that runs answered
-// together come back together.
-func (s *sqliteStore) lead() {
-	g := &s.group
-	g.mu.Lock()
-	if len(g.pending) < g.last {
-		g.mu.Unlock()
-		runtime.Gosched()
-		g.mu.Lock()
-	}
-	n := min(len(g.pending), maxBatch)
-	batch := slices.Clone(g.pending[:n])
-	g.pending = slices.Delete(g.pending, 0, n)
-	g.last = n
-	g.mu.Unlock()
-	s.commitBatch(batch)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.pending) == 0 {
-		g.leading = false
-		return
-	}
-	g.pending[0].done <- putResult{lead: true}
-}
-
-// commitBatch commits batch in one transaction (a lone Put in its own
-// statement's) and answers each Put.
-func (s *sqliteStore) commitBatch(batch []*putReq) {
-	if len(batch) == 1 {
-		n, err := batch[0].exec(batch[0].stmt)
-		batch[0].done <- putResult{n: n, err: err}
-		return
-	}
-	ns, err := s.inTx(batch)
-	if err != nil {
-		for _, req := range batch {
-			s.commitBatch([]*putReq{req})
-		}
-		return
+// commitBatch commits batch in one transaction (a lone write in its own
+// statement's) and answers each; if the transaction fails, each write is
+// committed alone, so an error is only the failing write's.
+func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
+	res := make([]store.Result, len(batch))
+	if len(batch) > 1 && s.inTx(batch, res) == nil {
+		return res
 	}
 	for i, req := range batch {
-		req.done <- putResult{n: ns[i]}
+		res[i].N, res[i].Err = req.exec(req.stmt)
 	}
+	return res
 }
 
-// inTx runs the writes of batch in one transaction and returns the
-// answer of each.
-func (s *sqliteStore) inTx(batch []*putReq) ([]int64, error) {
+// inTx runs the writes of batch in one transaction and sets the answer
+// of each.
+func (s *sqliteStore) inTx(batch []*putReq, res []store.Result) error {
 	tx, err := s.w.Begin()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tx.Rollback()
-	ns := make([]int64, len(batch))
 	for i, req := range batch {
-		if ns[i], err = req.exec(tx.Stmt(req.stmt)); err != nil {
-			return nil, err
+		if res[i].N, err = req.exec(tx.Stmt(req.stmt)); err != nil {
+			return err
 		}
 	}
-	return ns, tx.Commit()
+	return tx.Commit()
 }
 
 // exec runs the write's statement as stmt (the statement itself, or

@@ -159,7 +159,7 @@ type sqliteStore struct {
 	load, history, threads *sql.Stmt
 	acquire, renew         *sql.Stmt
 	appends                appendStmts
-	group                  group
+	group                  store.Group[*putReq]
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -169,6 +169,7 @@ func openSQLite(path string, opt options) (*sqliteStore, error) {
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opt.busyTimeout.Milliseconds())
 	s := &sqliteStore{}
+	s.group = store.Group[*putReq]{Commit: s.commitBatch, Max: maxBatch}
 	var err error
 	s.w, err = sqlOpen(path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+
 		opt.sync+")&_txlock=immediate", 1)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"threads are newest first, limited", testThreads},
 		{"concurrent puts to different threads", testConcurrentThreads},
 		{"concurrent puts of one id: one wins", testConcurrentConflict},
+		{"racing writers on many threads: each id once", testRacingWriters},
 		{"delete removes a thread and its children", testDelete},
 		{"prune keeps the newest; ids go on", testPrune},
 	}
@@ -388,6 +390,44 @@ func testConcurrentConflict(t *testing.T, s store.Store) {
 	}
 	if won != 1 {
 		t.Errorf("%d writers won the Put of id 1, want exactly 1", won)
+	}
+}
+
+// testRacingWriters runs two writers on each of many threads, Putting the
+// same IDs at once: where a backend commits concurrent writes in groups,
+// every ID is still written exactly once, and a Put that lost its race
+// fails alone with store.ErrConflict.
+func testRacingWriters(t *testing.T, s store.Store) {
+	const threads, ids = 16, 20
+	var won, lost atomic.Int64
+	var wg sync.WaitGroup
+	for th := range threads {
+		for range 2 {
+			wg.Go(func() {
+				thread := fmt.Sprintf("t%d", th)
+				for id := int64(1); id <= ids; id++ {
+					err := s.Put(context.Background(), Checkpoint(thread, id, id == 1))
+					switch {
+					case err == nil:
+						won.Add(1)
+					case errors.Is(err, store.ErrConflict):
+						lost.Add(1)
+					default:
+						t.Errorf("Put(%s, %d): %v", thread, id, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if won.Load() != threads*ids || lost.Load() != threads*ids {
+		t.Errorf("%d Puts won, %d lost; want %d each", won.Load(), lost.Load(), threads*ids)
+	}
+	for th := range threads {
+		hist, err := s.History(context.Background(), fmt.Sprintf("t%d", th))
+		if err != nil || len(hist) != ids {
+			t.Errorf("thread t%d: %d checkpoints, %v; want %d", th, len(hist), err, ids)
+		}
 	}
 }
 
