@@ -39,7 +39,9 @@ func Open(url string) (store.Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: postgres %s: %w", where, err)
 	}
-	return &pgStore{pool: pool}, nil
+	s := &pgStore{pool: pool}
+	s.group = store.Group[write]{Commit: s.commit, Max: maxGroup}
+	return s, nil
 }
 
 // redact is url without its password, for error messages.
@@ -51,9 +53,11 @@ func redact(url string) string {
 	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
 }
 
-// pgStore is the PostgreSQL store.Store on a pool of connections.
+// pgStore is the PostgreSQL store.Store on a pool of connections; Puts
+// are committed in groups (group.go).
 type pgStore struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	group store.Group[write]
 }
 
 // pgPut inserts a checkpoint only if its ID ($2) is the thread's next and
@@ -99,15 +103,18 @@ func (s *pgStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 // put runs pgPut; a Put whose ID is not next is a store.ErrConflict, one
 // under a lease taken over a store.ErrFenced.
 func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
-	tag, err := s.pool.Exec(ctx, pgPut, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res := s.group.Do(write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease)
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}})
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation
-	case err != nil:
-		return err
-	case tag.RowsAffected() == 1:
+	case errors.As(res.Err, &pgErr) && pgErr.Code == "23505": // unique_violation
+	case res.Err != nil:
+		return res.Err
+	case res.N == 1:
 		return nil
 	}
 	if err := s.fenced(ctx, cp); err != nil {
