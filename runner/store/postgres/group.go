@@ -25,13 +25,20 @@ type write struct {
 // commit commits ws in one transaction, sent as one batch: one round
 // trip and one commit for all. If the transaction fails (a Put that lost
 // a race for its ID aborts it), each write is committed alone, so an
-// error is only the failing write's.
+// error is only the failing write's; if the connection was lost, each
+// gets that error, and its Put's retry finds out whether it committed.
 func (s *pgStore) commit(ws []write) []store.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	res := make([]store.Result, len(ws))
-	if len(ws) > 1 && s.inTx(ctx, ws, res) == nil {
-		return res
+	if len(ws) > 1 {
+		err := s.inTx(ctx, ws, res)
+		if err == nil || lostConn(err) {
+			for i := range res {
+				res[i].Err = err // a lost commit may have committed: each Put checks
+			}
+			return res
+		}
 	}
 	for i, w := range ws {
 		tag, err := s.pool.Exec(ctx, w.sql, w.args...)

@@ -10,7 +10,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/runner-dev/runner/runner/store"
@@ -99,7 +102,7 @@ func (db *testDB) terminate(t *testing.T) int {
 		FROM pg_stat_activity WHERE datname = current_database()
 		AND pid <> pg_backend_pid() AND application_name = $1`, db.name).Scan(&n)
 	if err != nil {
-		t.Fatalf("terminate backends: %v", err)
+		t.Errorf("terminate backends: %v", err)
 	}
 	return n
 }
@@ -163,7 +166,9 @@ func TestTerminatedConnections(t *testing.T) {
 		if id%5 == 0 {
 			killed += db.terminate(t)
 		}
-		putOnce(t, s, id)
+		if err := putOnce(t, s, "t", id); err != nil {
+			t.Fatal(err)
+		}
 		if id%7 == 0 {
 			if _, err := s.Load(ctx, "t", 0); err != nil {
 				t.Fatalf("Load after %d: %v", id, err)
@@ -174,45 +179,92 @@ func TestTerminatedConnections(t *testing.T) {
 		t.Fatal("no backend was terminated: the test did not test anything")
 	}
 	t.Logf("terminated %d backends", killed)
-	hist, err := s.History(ctx, "t")
-	if err != nil {
-		t.Fatalf("History: %v", err)
-	}
-	for i, cp := range hist {
-		if cp.ID != int64(i+1) {
-			t.Fatalf("History[%d].ID = %d: ids are not contiguous", i, cp.ID)
+	contiguous(t, s, "t", puts)
+}
+
+// TestTerminatedGroupCommits ends the store's backends while concurrent
+// writers' Puts commit in groups: a group whose connection died has
+// committed all its Puts or none, and each writer's thread keeps
+// contiguous ids, none lost or doubled.
+func TestTerminatedGroupCommits(t *testing.T) {
+	db := newTestDB(t)
+	s := db.open(t)
+	const writers, puts = 16, 40
+	done := make(chan struct{})
+	var killed atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(15 * time.Millisecond):
+				killed.Add(int64(db.terminate(t)))
+			}
 		}
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for id := int64(1); id <= puts; id++ {
+				if err := putOnce(t, s, fmt.Sprintf("w%d", w), id); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
 	}
-	if len(hist) != puts {
-		t.Errorf("History has %d checkpoints, want %d", len(hist), puts)
+	wg.Wait()
+	close(done)
+	if killed.Load() == 0 {
+		t.Fatal("no backend was terminated: the test did not test anything")
+	}
+	t.Logf("terminated %d backends", killed.Load())
+	for w := range writers {
+		contiguous(t, s, fmt.Sprintf("w%d", w), puts)
 	}
 }
 
-// putOnce puts checkpoint id of thread t; if Put fails it checks with
+// contiguous checks that thread has checkpoints 1..n.
+func contiguous(t *testing.T, s store.Store, thread string, n int) {
+	t.Helper()
+	hist, err := s.History(context.Background(), thread)
+	if err != nil {
+		t.Fatalf("History(%s): %v", thread, err)
+	}
+	for i, cp := range hist {
+		if cp.ID != int64(i+1) {
+			t.Fatalf("History(%s)[%d].ID = %d: ids are not contiguous", thread, i, cp.ID)
+		}
+	}
+	if len(hist) != n {
+		t.Errorf("History(%s) has %d checkpoints, want %d", thread, len(hist), n)
+	}
+}
+
+// putOnce puts checkpoint id of thread; if Put fails it checks with
 // Load whether the Put committed and, if not, puts it again.
-func putOnce(t *testing.T, s store.Store, id int64) {
+func putOnce(t *testing.T, s store.Store, thread string, id int64) error {
 	t.Helper()
 	ctx := context.Background()
-	err := s.Put(ctx, storetest.Checkpoint("t", id, id%10 == 0))
+	err := s.Put(ctx, storetest.Checkpoint(thread, id, id%10 == 0))
 	if err == nil {
-		return
+		return nil
 	}
 	if errors.Is(err, store.ErrConflict) {
-		t.Fatalf("Put(%d): %v", id, err)
+		return fmt.Errorf("Put(%s, %d): %w", thread, id, err)
 	}
-	t.Logf("Put(%d): %v", id, err)
-	cps, lerr := s.Load(ctx, "t", 0)
+	t.Logf("Put(%s, %d): %v", thread, id, err)
+	cps, lerr := s.Load(ctx, thread, 0)
 	if lerr != nil {
-		t.Fatalf("Load after a failed Put(%d): %v", id, lerr)
+		return fmt.Errorf("Load after a failed Put(%s, %d): %w", thread, id, lerr)
 	}
 	switch last := cps[len(cps)-1].ID; last {
 	case id: // committed before the connection died
+		return nil
 	case id - 1:
-		if err := s.Put(ctx, storetest.Checkpoint("t", id, id%10 == 0)); err != nil {
-			t.Fatalf("Put(%d) again: %v", id, err)
-		}
+		return s.Put(ctx, storetest.Checkpoint(thread, id, id%10 == 0))
 	default:
-		t.Fatalf("after a failed Put(%d) the last id is %d", id, last)
+		return fmt.Errorf("after a failed Put(%s, %d) the last id is %d", thread, id, last)
 	}
 }
 
