@@ -241,31 +241,44 @@ func contiguous(t *testing.T, s store.Store, thread string, n int) {
 	}
 }
 
-// putOnce puts checkpoint id of thread; if Put fails it checks with
-// Load whether the Put committed and, if not, puts it again.
+// putOnce puts checkpoint id of thread; each time Put fails it asks the
+// store whether the Put committed and, if not, puts it again.
 func putOnce(t *testing.T, s store.Store, thread string, id int64) error {
 	t.Helper()
 	ctx := context.Background()
-	err := s.Put(ctx, storetest.Checkpoint(thread, id, id%10 == 0))
-	if err == nil {
-		return nil
+	for range 10 {
+		err := s.Put(ctx, storetest.Checkpoint(thread, id, id%10 == 0))
+		if err == nil || errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		t.Logf("Put(%s, %d): %v", thread, id, err)
+		last, err := lastID(s, thread)
+		switch {
+		case err != nil:
+			return err
+		case last == id: // committed before the connection died
+			return nil
+		case last != id-1:
+			return fmt.Errorf("after a failed Put(%s, %d) the last id is %d", thread, id, last)
+		}
 	}
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("Put(%s, %d): %w", thread, id, err)
+	return fmt.Errorf("Put(%s, %d) failed 10 times", thread, id)
+}
+
+// lastID is thread's newest checkpoint id, asked until the store answers.
+func lastID(s store.Store, thread string) (int64, error) {
+	var err error
+	for range 10 {
+		var cps []*store.Checkpoint
+		cps, err = s.Load(context.Background(), thread, 0)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return 0, nil
+		case err == nil:
+			return cps[len(cps)-1].ID, nil
+		}
 	}
-	t.Logf("Put(%s, %d): %v", thread, id, err)
-	cps, lerr := s.Load(ctx, thread, 0)
-	if lerr != nil {
-		return fmt.Errorf("Load after a failed Put(%s, %d): %w", thread, id, lerr)
-	}
-	switch last := cps[len(cps)-1].ID; last {
-	case id: // committed before the connection died
-		return nil
-	case id - 1:
-		return s.Put(ctx, storetest.Checkpoint(thread, id, id%10 == 0))
-	default:
-		return fmt.Errorf("after a failed Put(%s, %d) the last id is %d", thread, id, last)
-	}
+	return 0, err
 }
 
 func TestRunStoreConformance(t *testing.T) {
