@@ -41,13 +41,6 @@ import (
 func BenchmarkServe(b *testing.B) {
 	raiseFileLimit(b)
 	srv := startServe(b)
-	if url := os.Getenv("BENCH_SERVE_URL"); url != "" {
-		pid, err := strconv.Atoi(os.Getenv("BENCH_SERVE_PID"))
-		if err != nil {
-			b.Fatal("BENCH_SERVE_URL needs the server's BENCH_SERVE_PID")
-		}
-		srv.url, srv.pid = url, pid
-	}
 	input := map[string]any{"transaction_id": "txn_1001"}
 	run := func(i int) error {
 		_, err := srv.post(fmt.Sprintf("/threads/%s/runs/wait", threadID("w", i)),
@@ -80,12 +73,17 @@ type served struct {
 
 // startServe builds runner and serves the project from a SQLite file (or
 // BENCH_SERVE_STORE), without auth, on a loopback port; the server stops
-// with the benchmark. With BENCH_SERVE_URL set it only makes the client.
+// with the benchmark. With BENCH_SERVE_URL set it measures the server
+// there, whose process is BENCH_SERVE_PID.
 func startServe(b *testing.B) *served {
 	tr := &http.Transport{MaxIdleConns: 2000, MaxIdleConnsPerHost: 2000}
 	client := &http.Client{Transport: tr, Timeout: 60 * time.Second}
-	if os.Getenv("BENCH_SERVE_URL") != "" {
-		return &served{client: client}
+	if url := os.Getenv("BENCH_SERVE_URL"); url != "" {
+		pid, err := strconv.Atoi(os.Getenv("BENCH_SERVE_PID"))
+		if err != nil {
+			b.Fatal("BENCH_SERVE_URL needs the server's BENCH_SERVE_PID")
+		}
+		return &served{url: url, pid: pid, client: client}
 	}
 	dir := b.TempDir()
 	dsn := "sqlite:" + filepath.Join(dir, "state.db")
