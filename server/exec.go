@@ -19,10 +19,11 @@ const (
 // errCancelled is the cause of a run cancelled by a client or by a run
 // that interrupts it (multitask_strategy interrupt); errRollback of one
 // cancelled to be undone (cancel action rollback, multitask_strategy
-// rollback).
+// rollback); errEnded of a run's context once the run has ended.
 var (
 	errCancelled = errors.New("run cancelled")
 	errRollback  = errors.New("run rolled back")
+	errEnded     = errors.New("run ended")
 )
 
 // plan decides how a run drives thread, from where its checkpoints leave
@@ -284,4 +285,5 @@ func (s *Server) finish(l *liveRun, status string) {
 	defer s.mu.Unlock()
 	delete(s.live, l.rec.ID)
 	close(l.done)
+	l.cancel(errEnded) // releases the run's context from the server's
 }
