@@ -281,6 +281,53 @@ check("threads.joinStream joins the thread's runs; lastEventId resumes after an 
   assert.deepEqual(rest.map((c) => c.id), chunks.slice(2).map((c) => c.id));
 });
 
+// agent-chat-ui (LangChain's chat front end) drives a server through the
+// SDK's useStream hook with these calls, options as it sends them.
+const UI_STREAM = {
+  streamMode: ["values", "messages-tuple", "custom"],
+  streamSubgraphs: true,
+  streamResumable: true,
+  onDisconnect: "continue",
+};
+
+// headCheckpoint is what useStream sends as `checkpoint` to go on from the
+// newest state of its history (fetchStateHistory: limit 10).
+async function headCheckpoint(threadId) {
+  const [head] = await client.threads.getHistory(threadId, { limit: 10 });
+  const checkpoint = { ...head.checkpoint };
+  delete checkpoint.thread_id;
+  return { head, checkpoint };
+}
+
+check("agent-chat-ui: info, submit to the approval, approve with decisions, list, a second turn", async () => {
+  const info = await fetch(`${process.env.RUNNER_URL}/info`, { headers: { "X-Api-Key": process.env.LANGGRAPH_API_KEY } });
+  assert.ok(info.ok, `GET /info ${info.status}`);
+  const thread = await client.threads.create({ threadId: undefined, metadata: undefined });
+  const human = { id: crypto.randomUUID(), type: "human", content: INPUT.messages[0].content };
+  const first = await collect(client.runs.stream(thread.thread_id, AGENT, { ...UI_STREAM, input: { messages: [human] } }));
+  const values = first.filter((c) => c.event === "values");
+  assert.ok(values.length > 0, `no values events in ${JSON.stringify(first.map((c) => c.event))}`);
+  assert.ok(values.at(-1).data.__interrupt__?.[0]?.value?.action_requests, "the last values event carries the HITL request");
+  const { head, checkpoint } = await headCheckpoint(thread.thread_id);
+  assert.ok(head.tasks.some((t) => t.interrupts.length === 1), "history's head has the pending interrupt");
+  const resumed = await collect(client.runs.stream(thread.thread_id, AGENT, {
+    ...UI_STREAM, input: {}, checkpoint, command: { resume: { decisions: [{ type: "approve" }] } },
+  }));
+  const done = resumed.filter((c) => c.event === "values").at(-1).data;
+  assert.match(answer(done), /Mitchell Ranch 3H/);
+  assert.equal(createdEntities(done), 1, "the approved call ran once");
+  const listed = await client.threads.search({ metadata: { graph_id: AGENT }, limit: 100 });
+  assert.ok(listed.some((t) => t.thread_id === thread.thread_id), "the thread list has the thread");
+  const again = await headCheckpoint(thread.thread_id);
+  const second = { id: crypto.randomUUID(), type: "human", content: "Thanks." };
+  const turn = await collect(client.runs.stream(thread.thread_id, AGENT, {
+    ...UI_STREAM, input: { messages: [second] }, checkpoint: again.checkpoint,
+  }));
+  const last = turn.filter((c) => c.event === "values").at(-1).data;
+  assert.ok(last.messages.some((m) => m.id === human.id) && last.messages.some((m) => m.id === second.id),
+    "the second turn goes on from the first");
+});
+
 check("unknown thread is 404", async () => {
   await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
 });
