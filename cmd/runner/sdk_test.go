@@ -9,8 +9,9 @@ import (
 )
 
 // TestLangGraphSDK drives a started `runner serve` with the stock
-// LangGraph JS SDK, unchanged, in both pinned major versions
-// (server/sdktest: `npm ci` there installs them; .ci/run does). The
+// LangGraph JS SDK, unchanged, in both pinned major versions, and its
+// React useStream hook as agent-chat-ui uses it (server/sdktest: `npm ci`
+// there installs them; .ci/run does). The
 // scripted model's first reply is slow, so a run is still going when the
 // suite tries a second run on its thread or cancels it; the heartbeat is
 // shorter than that reply, so the SDK reads runs/wait and join answers
@@ -31,15 +32,17 @@ func TestLangGraphSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, base := startServe(t, bin, slowScript(t), "sk-sdk", "--heartbeat", "100ms") // keep-alive bytes on every run longer than that
-	for _, sdk := range []string{"sdk1", "sdk2"} {
-		t.Run(sdk, func(t *testing.T) {
-			node := exec.Command("node", "compat.mjs")
+	for _, run := range []struct{ name, script, sdk string }{
+		{"sdk1", "compat.mjs", "sdk1"}, {"sdk2", "compat.mjs", "sdk2"}, {"useStream", "ui.mjs", "sdk2"},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			node := exec.Command("node", run.script)
 			node.Dir = suite
-			node.Env = append(os.Environ(), "SDK_MODULE="+sdk, "RUNNER_URL="+base, "LANGGRAPH_API_KEY=sk-sdk")
+			node.Env = append(os.Environ(), "SDK_MODULE="+run.sdk, "RUNNER_URL="+base, "LANGGRAPH_API_KEY=sk-sdk")
 			out, err := node.CombinedOutput()
 			t.Logf("%s", out)
 			if err != nil {
-				t.Fatalf("the %s suite failed: %v", sdk, err)
+				t.Fatalf("%s failed: %v", run.script, err)
 			}
 		})
 	}
