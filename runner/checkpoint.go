@@ -130,7 +130,8 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	}
 	r.id = cp.ID
 	if r.engine.Sink != nil {
-		r.send(Event{Type: EventCheckpoint, Node: c.node, Data: map[string]any{"id": cp.ID, "status": c.status}, State: c.state})
+		r.send(Event{Type: EventCheckpoint, Node: c.node, Data: map[string]any{"id": cp.ID, "parent": cp.Parent,
+			"next": cp.Next, "status": c.status}, State: c.state})
 	}
 	return nil
 }

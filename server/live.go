@@ -34,6 +34,7 @@ type liveRun struct {
 	wake    chan struct{} // closed and replaced when events are appended
 	final   any           // what runs/wait and join return
 	watch   *watch        // its observation, once it started
+	modes   modeState     // under emitMu
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {

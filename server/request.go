@@ -44,7 +44,7 @@ type runRequest struct {
 }
 
 // Stream modes runner produces.
-var streamModes = []string{"values", "updates", "messages", "messages-tuple", "debug", "custom"}
+var streamModes = []string{"values", "updates", "messages", "messages-tuple", "debug", "custom", "tasks", "checkpoints", "events"}
 
 // parseRunRequest decodes and checks a run's body: what runner cannot
 // honour is refused with a 422 saying so, not ignored.

@@ -201,7 +201,7 @@ func TestRefusals(t *testing.T) {
 		status int
 	}{
 		{"/threads/" + id + "/runs", map[string]any{"assistant_id": "approval", "webhook": "http://127.0.0.1:1/hook"}, 422},
-		{"/threads/" + id + "/runs/stream", map[string]any{"assistant_id": "approval", "stream_mode": "events"}, 422},
+		{"/threads/" + id + "/runs/stream", map[string]any{"assistant_id": "approval", "stream_mode": "lifecycle"}, 422},
 		{"/threads/" + id + "/runs", map[string]any{"assistant_id": "nope"}, 404},
 		{"/threads/missing/runs", map[string]any{"assistant_id": "approval"}, 404},
 		{"/threads/" + id + "/runs", map[string]any{"assistant_id": "approval", "input": map[string]any{"pad": strings.Repeat("x", 2000)}}, 413},

@@ -16,7 +16,8 @@ var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrup
 // sink turns the engine's events into the stream modes the run asked for:
 // values (the state after each step), updates ({node: update}), messages
 // (each message a step added, whole: runner has no message chunks of its
-// own), debug (every event), custom (a node's own events). A step's
+// own), debug (every event), custom (a node's own events), and tasks,
+// checkpoints and events (modes.go). A step's
 // events are written together when it ends.
 func (s *Server) sink(l *liveRun) runner.Sink {
 	return func(ev runner.Event) {
@@ -42,6 +43,7 @@ func (s *Server) streamEvent(l *liveRun, ev runner.Event) {
 	if ev.Thread != l.rec.Thread { // a child thread's: only debug shows it
 		return
 	}
+	s.modeEvents(l, ev)
 	switch ev.Type {
 	case runner.EventCheckpoint:
 		s.valuesEvent(l, ev)
