@@ -30,6 +30,12 @@ type memThread struct {
 // last is the thread's newest checkpoint ID.
 func (t *memThread) last() int64 { return t.first + int64(len(t.cps)) - 1 }
 
+// summary is the thread id's summary, from its newest checkpoint.
+func (t *memThread) summary(id string) Thread {
+	last := t.cps[len(t.cps)-1]
+	return Thread{ID: id, Pipeline: last.Pipeline, Status: last.Status, Steps: last.Step, UpdatedAt: last.CreatedAt}
+}
+
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
 // It is a RunStore too.
 func NewMemory() Store {
@@ -105,9 +111,7 @@ func (m *memory) Threads(_ context.Context, limit int) ([]Thread, error) {
 	m.mu.RLock()
 	out := make([]Thread, 0, len(m.threads))
 	for id, t := range m.threads {
-		last := t.cps[len(t.cps)-1]
-		out = append(out, Thread{ID: id, Pipeline: last.Pipeline, Status: last.Status,
-			Steps: last.Step, UpdatedAt: last.CreatedAt})
+		out = append(out, t.summary(id))
 	}
 	m.mu.RUnlock()
 	slices.SortFunc(out, func(a, b Thread) int {
@@ -117,6 +121,30 @@ func (m *memory) Threads(_ context.Context, limit int) ([]Thread, error) {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+func (m *memory) ThreadsAfter(_ context.Context, after string, limit int) ([]Thread, error) {
+	m.mu.RLock()
+	ids := slices.Sorted(maps.Keys(m.threads))
+	ids = ids[sortedAfter(ids, after):]
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]Thread, len(ids))
+	for i, id := range ids {
+		out[i] = m.threads[id].summary(id)
+	}
+	m.mu.RUnlock()
+	return out, nil
+}
+
+// sortedAfter returns the index of the first of the sorted ids above after.
+func sortedAfter(ids []string, after string) int {
+	i, found := slices.BinarySearch(ids, after)
+	if found {
+		i++
+	}
+	return i
 }
 
 func (m *memory) Delete(_ context.Context, thread string) error {

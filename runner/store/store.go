@@ -111,6 +111,13 @@ type Store interface {
 	// Threads lists up to limit threads (all when limit <= 0), most
 	// recently updated first, ties broken by thread ID.
 	Threads(ctx context.Context, limit int) ([]Thread, error)
+	// ThreadsAfter lists up to limit threads (all when limit <= 0) whose
+	// ID sorts after after ("": from the first), in order of ID: a page of
+	// the store's threads, the next one after the last ID of this one.
+	// The order is the store's own (bytes; PostgreSQL: the database's
+	// collation) and stays the same, so paging visits every thread that
+	// exists throughout exactly once, whatever is written meanwhile.
+	ThreadsAfter(ctx context.Context, after string, limit int) ([]Thread, error)
 	// Delete removes a thread and its child threads ("<thread>/...")
 	// with all their checkpoints, and ends their leases (their tokens
 	// go on growing, so a writer from before the Delete stays fenced). ErrNotFound for an unknown thread.

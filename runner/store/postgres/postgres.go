@@ -246,13 +246,30 @@ const pgThreads = `SELECT id, pipeline, status, steps, updated_at FROM threads
 ORDER BY updated_at DESC, id LIMIT $1`
 
 func (s *pgStore) Threads(ctx context.Context, limit int) ([]store.Thread, error) {
-	var lim *int
-	if limit > 0 {
-		lim = &limit
+	return s.listThreads(ctx, pgThreads, pgLimit(limit))
+}
+
+// pgThreadsAfter lists threads by ID after $1; a NULL $2 means no limit.
+const pgThreadsAfter = `SELECT id, pipeline, status, steps, updated_at FROM threads
+WHERE id > $1 ORDER BY id LIMIT $2`
+
+func (s *pgStore) ThreadsAfter(ctx context.Context, after string, limit int) ([]store.Thread, error) {
+	return s.listThreads(ctx, pgThreadsAfter, after, pgLimit(limit))
+}
+
+// pgLimit is limit, or NULL (no limit) when limit <= 0.
+func pgLimit(limit int) *int {
+	if limit <= 0 {
+		return nil
 	}
+	return &limit
+}
+
+// listThreads runs a query of threads with args.
+func (s *pgStore) listThreads(ctx context.Context, query string, args ...any) ([]store.Thread, error) {
 	var out []store.Thread
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, pgThreads, lim)
+		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}

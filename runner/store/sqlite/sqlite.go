@@ -149,6 +149,10 @@ const sqliteColumns = `thread, id, parent, step, node, next, status,
 const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threads
 ORDER BY updated_at DESC, id LIMIT ?1`
 
+// sqliteThreadsAfter lists threads by ID after ?1; ?2 < 0 means no limit.
+const sqliteThreadsAfter = `SELECT id, pipeline, status, steps, updated_at FROM threads
+WHERE id > ?1 ORDER BY id LIMIT ?2`
+
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
 // connection, so they are serialized in the process without a lock of
 // ours; Puts and lease writes are committed in groups (batch.go). Reads use r, whose connections
@@ -157,6 +161,7 @@ type sqliteStore struct {
 	w, r                   *sql.DB
 	put, lastID            *sql.Stmt
 	load, history, threads *sql.Stmt
+	threadsAfter           *sql.Stmt
 	acquire, renew         *sql.Stmt
 	appends                appendStmts
 	group                  store.Group[*putReq]
@@ -211,7 +216,7 @@ func (s *sqliteStore) init(path, busy string) error {
 	}
 	s.put, s.lastID = prepare(s.w, sqlitePut), prepare(s.r, sqliteLastID)
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
-	s.threads = prepare(s.r, sqliteThreads)
+	s.threads, s.threadsAfter = prepare(s.r, sqliteThreads), prepare(s.r, sqliteThreadsAfter)
 	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
 	return err
 }
@@ -333,10 +338,24 @@ func scanCheckpoint(rows *sql.Rows, full bool) (*store.Checkpoint, error) {
 }
 
 func (s *sqliteStore) Threads(ctx context.Context, limit int) ([]store.Thread, error) {
+	return s.listThreads(ctx, s.threads, noLimit(limit))
+}
+
+func (s *sqliteStore) ThreadsAfter(ctx context.Context, after string, limit int) ([]store.Thread, error) {
+	return s.listThreads(ctx, s.threadsAfter, after, noLimit(limit))
+}
+
+// noLimit is limit, or -1 (SQLite's no limit) when limit <= 0.
+func noLimit(limit int) int {
 	if limit <= 0 {
-		limit = -1
+		return -1
 	}
-	rows, err := s.threads.QueryContext(ctx, limit)
+	return limit
+}
+
+// listThreads runs a query of threads with args.
+func (s *sqliteStore) listThreads(ctx context.Context, stmt *sql.Stmt, args ...any) ([]store.Thread, error) {
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: threads: %w", err)
 	}
@@ -392,7 +411,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
 	err := s.appends.close()
-	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.acquire, s.renew} {
+	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}

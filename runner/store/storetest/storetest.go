@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"put stamps a zero created_at", testStamp},
 		{"history omits writes and snapshot", testHistory},
 		{"threads are newest first, limited", testThreads},
+		{"threads after a cursor page by id", testThreadsAfter},
 		{"concurrent puts to different threads", testConcurrentThreads},
 		{"concurrent puts of one id: one wins", testConcurrentConflict},
 		{"racing writers on many threads: each id once", testRacingWriters},
@@ -333,6 +334,70 @@ func testThreads(t *testing.T, s store.Store) {
 		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Threads(%d) =\n%+v\nwant\n%+v", tc.limit, got, tc.want)
+		}
+	}
+}
+
+func testThreadsAfter(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var ids []string
+	for i := range 7 {
+		ids = append(ids, fmt.Sprintf("t%02d", 6-i)) // put in reverse order
+		PutAll(t, s, ids[i], 2)
+	}
+	slices.Sort(ids)
+	if got, err := s.ThreadsAfter(ctx, "", 0); err != nil || len(got) != len(ids) || got[0].ID != ids[0] {
+		t.Fatalf("ThreadsAfter(\"\", 0) = %+v, %v; want all %d threads from %s", got, err, len(ids), ids[0])
+	}
+	first, _ := s.ThreadsAfter(ctx, "", 1)
+	if want := (store.Thread{ID: "t00", Pipeline: "pipe", Status: "running", Steps: 2,
+		UpdatedAt: time.Unix(1700000000, 2).UTC()}); len(first) != 1 || first[0] != want {
+		t.Errorf("ThreadsAfter(\"\", 1) = %+v, want [%+v]", first, want)
+	}
+	for _, limit := range []int{1, 3, 7, 10} {
+		if got := pageAll(t, s, limit, nil); !slices.Equal(got, ids) {
+			t.Errorf("paging by %d = %v, want %v", limit, got, ids)
+		}
+	}
+	// a thread deleted or added behind the cursor while paging: every
+	// thread that exists throughout is visited once
+	got := pageAll(t, s, 2, func(page int) {
+		if page == 1 {
+			_ = s.Delete(ctx, "t00")
+			PutAll(t, s, "t00a", 1)
+			PutAll(t, s, "t99", 1)
+		}
+	})
+	if want := append(slices.Clone(ids), "t99"); !slices.Equal(got, want) {
+		t.Errorf("paging while writing = %v, want %v", got, want)
+	}
+	if got, err := s.ThreadsAfter(ctx, "t99", 5); err != nil || len(got) != 0 {
+		t.Errorf("ThreadsAfter(last) = %v, %v; want none", got, err)
+	}
+}
+
+// pageAll pages through s's threads limit at a time, calling between (if
+// set) after each page, and returns the IDs in the order visited.
+func pageAll(t *testing.T, s store.Store, limit int, between func(page int)) []string {
+	t.Helper()
+	var out []string
+	for page, after := 1, ""; ; page++ {
+		got, err := s.ThreadsAfter(context.Background(), after, limit)
+		if err != nil {
+			t.Fatalf("ThreadsAfter(%q, %d): %v", after, limit, err)
+		}
+		if len(got) > limit {
+			t.Fatalf("ThreadsAfter(%q, %d) returned %d threads", after, limit, len(got))
+		}
+		if len(got) == 0 {
+			return out
+		}
+		for _, th := range got {
+			out = append(out, th.ID)
+		}
+		after = got[len(got)-1].ID
+		if between != nil {
+			between(page)
 		}
 	}
 }
