@@ -18,7 +18,8 @@ const DefaultLeaseTTL = 30 * time.Second
 
 // lease acquires thread's lease for a run and renews it until release is
 // called, which ends it; it returns the lease's token for the run's
-// checkpoints. A thread leased by another live run is ErrThreadBusy.
+// checkpoints. A thread leased by another live run is ErrThreadBusy; one
+// a retention sweep holds is waited for, briefly (Engine.Sweep).
 // Without a store, and for a child thread (run under its parent's
 // lease), there is no lease: token 0.
 func (e *Engine) lease(ctx context.Context, thread string) (token int64, release func(), err error) {
@@ -26,7 +27,7 @@ func (e *Engine) lease(ctx context.Context, thread string) (token int64, release
 		return 0, func() {}, nil
 	}
 	ttl := cmp.Or(e.LeaseTTL, DefaultLeaseTTL)
-	l, err := e.Store.Acquire(ctx, thread, e.leaseOwner(), ttl)
+	l, err := e.acquire(ctx, thread, ttl)
 	if errors.Is(err, store.ErrLeased) {
 		return 0, nil, fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
 	} else if err != nil {

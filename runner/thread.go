@@ -58,10 +58,16 @@ type Retention struct {
 // Prune drops a thread of g's history beyond ret and returns how many
 // checkpoints it removed. When the newest snapshot is older than what ret
 // keeps, a thread that is not running first gets a compaction checkpoint:
-// the same status, next node and pending interrupt, with the whole state
-// rebuilt through g's reducers (with g nil, the history from the newest
-// snapshot on is kept instead).
+// the same status, next node, pending interrupt and time as its newest,
+// with the whole state rebuilt through g's reducers (with g nil, the
+// history from the newest snapshot on is kept instead). A thread whose
+// newest checkpoint is all its state needs is not compacted again.
 func (e *Engine) Prune(ctx context.Context, g *Graph, thread string, ret Retention) (int, error) {
+	return e.prune(ctx, g, thread, ret, 0)
+}
+
+// prune is Prune writing a compaction under lease token lease (0: none).
+func (e *Engine) prune(ctx context.Context, g *Graph, thread string, ret Retention, lease int64) (int, error) {
 	if e.Store == nil {
 		return 0, errors.New("pruning needs a store")
 	}
@@ -69,26 +75,14 @@ func (e *Engine) Prune(ctx context.Context, g *Graph, thread string, ret Retenti
 	if err != nil {
 		return 0, err
 	}
-	last := hist[len(hist)-1]
-	keepFrom := hist[0].ID
-	if ret.Keep > 0 {
-		keepFrom = max(keepFrom, last.ID-int64(ret.Keep)+1)
-	}
-	if ret.MaxAge > 0 {
-		cutoff := e.clock().Now().Add(-ret.MaxAge)
-		for _, cp := range hist {
-			if cp.CreatedAt.Before(cutoff) {
-				keepFrom = max(keepFrom, cp.ID+1)
-			}
-		}
-	}
+	keepFrom := e.keepFrom(hist, ret)
 	needed, err := e.Store.Load(ctx, thread, 0)
 	if err != nil {
 		return 0, err
 	}
-	from := needed[0].ID
-	if from < keepFrom && last.Status != StatusRunning && g != nil {
-		if from, err = e.compact(ctx, g, needed); err != nil {
+	from, last := needed[0].ID, needed[len(needed)-1]
+	if from < keepFrom && len(needed) > 1 && last.Status != StatusRunning && g != nil {
+		if from, err = e.compact(ctx, g, needed, lease); err != nil {
 			return 0, err
 		}
 		if ret.Keep > 0 { // the compaction is one of the newest kept
@@ -98,9 +92,28 @@ func (e *Engine) Prune(ctx context.Context, g *Graph, thread string, ret Retenti
 	return e.Store.Prune(ctx, thread, min(keepFrom, from))
 }
 
-// compact writes the thread's newest state as a snapshot checkpoint that
-// stands where its newest checkpoint stands, and returns its ID.
-func (e *Engine) compact(ctx context.Context, g *Graph, cps []*store.Checkpoint) (int64, error) {
+// keepFrom returns the first ID of a thread's history hist that ret
+// keeps; past the newest when ret keeps none of it.
+func (e *Engine) keepFrom(hist []*store.Checkpoint, ret Retention) int64 {
+	keepFrom := hist[0].ID
+	if ret.Keep > 0 {
+		keepFrom = max(keepFrom, hist[len(hist)-1].ID-int64(ret.Keep)+1)
+	}
+	if ret.MaxAge > 0 {
+		cutoff := e.clock().Now().Add(-ret.MaxAge)
+		for _, cp := range hist {
+			if cp.CreatedAt.Before(cutoff) {
+				keepFrom = max(keepFrom, cp.ID+1)
+			}
+		}
+	}
+	return keepFrom
+}
+
+// compact writes, under lease token lease, the thread's newest state as
+// a snapshot checkpoint that stands where, and is as old as, its newest
+// checkpoint, and returns its ID.
+func (e *Engine) compact(ctx context.Context, g *Graph, cps []*store.Checkpoint, lease int64) (int64, error) {
 	last := cps[len(cps)-1]
 	var lm meta
 	if err := decodeInto(last.Meta, &lm); err != nil {
@@ -120,7 +133,7 @@ func (e *Engine) compact(ctx context.Context, g *Graph, cps []*store.Checkpoint)
 		return 0, err
 	}
 	cp := *last
-	cp.ID, cp.Parent, cp.Node, cp.Writes, cp.Snapshot, cp.Meta, cp.CreatedAt = last.ID+1, last.ID, "", nil, snap, metaJSON, e.clock().Now()
+	cp.ID, cp.Parent, cp.Node, cp.Writes, cp.Snapshot, cp.Meta, cp.Lease = last.ID+1, last.ID, "", nil, snap, metaJSON, lease
 	return cp.ID, e.Store.Put(ctx, &cp)
 }
 

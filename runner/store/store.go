@@ -192,11 +192,26 @@ func CheckLease(thread, owner string, ttl time.Duration) error {
 	return nil
 }
 
-// LeasedError is the error for a thread that owner holds until expires.
+// LeasedError is the error for a thread that owner holds until expires: a
+// *HeldError.
 func LeasedError(thread, owner string, expires time.Time) error {
-	return fmt.Errorf("store: thread %q is leased by %s until %s: %w",
-		thread, owner, expires.UTC().Format(time.RFC3339Nano), ErrLeased)
+	return &HeldError{Thread: thread, Owner: owner, Expires: expires}
 }
+
+// HeldError is the error of an Acquire of a thread that Owner holds until
+// Expires; it wraps ErrLeased.
+type HeldError struct {
+	Thread, Owner string
+	Expires       time.Time
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("store: thread %q is leased by %s until %s: %v",
+		e.Thread, e.Owner, e.Expires.UTC().Format(time.RFC3339Nano), ErrLeased)
+}
+
+// Unwrap returns ErrLeased.
+func (e *HeldError) Unwrap() error { return ErrLeased }
 
 // LostError is the error for a Renew or Release of l after the thread was
 // taken over by owner with a higher token (owner "" if the lease is gone).
