@@ -3,6 +3,8 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +139,38 @@ func TestRunWaitsForASweep(t *testing.T) {
 	_, err = (&runner.Engine{Store: st}).Run(ctx, loopGraph(12, 50), "t", nil)
 	if waited := time.Since(start); !errors.Is(err, runner.ErrThreadBusy) || waited < time.Second || waited > 5*time.Second {
 		t.Errorf("Run under a stuck sweep = %v after %v; want runner.ErrThreadBusy after about 2s", err, waited)
+	}
+}
+
+// TestConcurrentSweeps runs two sweeps of one store at once, as two
+// replicas would: the leases keep them apart, so every thread is pruned
+// and compacted once, by one of them.
+func TestConcurrentSweeps(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	var threads []string
+	for i := range 20 {
+		threads = append(threads, fmt.Sprintf("t%02d", i))
+	}
+	loopThreads(t, st, time.Now(), threads...)
+	per := len(history(t, st, "t00"))
+	var results [2]runner.SweepResult
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			var err error
+			if results[i], err = (&runner.Engine{Store: st}).Sweep(ctx, runner.Retention{Keep: 1}, sweepOpts); err != nil {
+				t.Errorf("Sweep %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if pruned := results[0].Pruned + results[1].Pruned; pruned != len(threads)*per {
+		t.Errorf("sweeps pruned %d checkpoints (%+v), want %d", pruned, results, len(threads)*per)
+	}
+	for _, th := range threads {
+		if hist := history(t, st, th); len(hist) != 1 || hist[0].ID != int64(per)+1 {
+			t.Errorf("%s: checkpoints %d..%d, want one compaction, %d", th, hist[0].ID, hist[len(hist)-1].ID, per+1)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type Config struct {
 	// Retention is the history a thread keeps after each completed run
 	// (runner.yaml's retention; zero: all of it).
 	Retention runner.Retention
+	// RetentionEvery is the interval of the retention sweep, which
+	// applies Retention to every thread of the store, those that never
+	// run again too (0: no sweep; see retention.go).
+	RetentionEvery time.Duration
 	// APIKeys maps the hex SHA-256 hash of each API key to its tenant.
 	APIKeys map[string]string
 	// NoAuth serves every request without a key, for the default tenant
@@ -85,6 +89,9 @@ type Server struct {
 	wg     sync.WaitGroup
 	owner  string        // the server as the owner of the leases it reaps under
 	swept  chan struct{} // closed when the sweep of ghost runs has stopped
+	// retained is closed when the retention sweep has stopped
+	retained  chan struct{}
+	retention *retentionMetrics
 
 	mu      sync.Mutex
 	closing bool
@@ -140,7 +147,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
 		owner: reaperOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
-		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub()}
+		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
+		retained: make(chan struct{})}
+	s.retention = newRetentionMetrics(s.metrics.reg)
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}
@@ -149,6 +158,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go s.sweep()
+	go s.retainAll()
 	s.mux = s.routes()
 	return s, nil
 }
@@ -180,6 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 	s.cancel()
 	<-s.swept
+	<-s.retained
 	s.dropQueued()
 }
 
