@@ -19,6 +19,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/server"
 )
 
 // Config is the project's settings: runner.yaml, then RUNNER_* environment
@@ -30,9 +31,14 @@ type Config struct {
 	// (RUNNER_BUDGET_MAX_TOKENS=50000).
 	Budget runner.Budget `koanf:"-"`
 	// Retention is the history every thread keeps (retention: {keep: 100,
-	// max_age: 720h}): exec prunes a thread after each run, and `threads
-	// prune` without flags applies it to every thread.
+	// max_age: 720h}, RUNNER_RETENTION_KEEP, RUNNER_RETENTION_MAX_AGE):
+	// exec prunes a thread after each run, and `threads prune` without
+	// flags applies it to every thread.
 	Retention runner.Retention `koanf:"-"`
+	// RetentionEvery is how often runner serve applies Retention to every
+	// thread (retention: {every: 10m}, RUNNER_RETENTION_EVERY; 0: never;
+	// default server.DefaultRetentionEvery when Retention is set).
+	RetentionEvery time.Duration `koanf:"-"`
 	// LeaseTTL is how long a run holds its thread without renewing its
 	// lease (lease_ttl: 30s, RUNNER_LEASE_TTL): a thread whose process
 	// died can be resumed that long after.
@@ -79,8 +85,10 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		if key == "paths" {
 			return key, strings.Split(v, ",")
 		}
-		if b, ok := strings.CutPrefix(key, "budget_"); ok {
-			return "budget." + b, v
+		for _, section := range []string{"budget", "retention"} {
+			if field, ok := strings.CutPrefix(key, section+"_"); ok {
+				return section + "." + field, v
+			}
 		}
 		return key, v
 	}}), nil)
@@ -100,10 +108,29 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if err := k.UnmarshalWithConf("retention", &cfg.Retention, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return nil, fmt.Errorf("retention settings: %w", err)
 	}
+	if cfg.RetentionEvery, err = retentionEvery(k, cfg.Retention); err != nil {
+		return nil, err
+	}
 	if len(cfg.Paths) == 0 {
 		cfg.Paths = existing(relativeTo(base, defaultPaths))
 	}
 	return cfg, nil
+}
+
+// retentionEvery is the interval of retention.every in k; without one,
+// server.DefaultRetentionEvery when ret sets a policy, else 0.
+func retentionEvery(k *koanf.Koanf, ret runner.Retention) (time.Duration, error) {
+	if !k.Exists("retention.every") {
+		if ret == (runner.Retention{}) {
+			return 0, nil
+		}
+		return server.DefaultRetentionEvery, nil
+	}
+	d, err := time.ParseDuration(k.String("retention.every"))
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("retention settings: every: %q is not a duration (10m, 1h; 0: no sweep)", k.String("retention.every"))
+	}
+	return d, nil
 }
 
 // relativeTo resolves the relative paths of a settings file against its

@@ -96,7 +96,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(err)
 	}
 	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
-		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, Tests: &testrun.Suite{Checker: checker, Project: proj}}
+		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj}}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
 	scfg.Heartbeat = beat
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")

@@ -233,19 +233,12 @@ func threadsPrune(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer st.Close()
-	threads := args
-	if len(threads) == 0 {
-		all, err := st.Threads(cmd.Context(), 0)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		for _, t := range all {
-			threads = append(threads, t.ID)
-		}
+	e := &runner.Engine{Store: st, LeaseTTL: cfg.LeaseTTL}
+	if len(args) == 0 {
+		return sweep(cmd, e, ret)
 	}
-	e := &runner.Engine{Store: st}
 	total := 0
-	for _, t := range threads {
+	for _, t := range args {
 		g, _ := graphOf(cmd, st, t) // without definitions: no compaction
 		n, err := e.Prune(cmd.Context(), g, t, ret)
 		if err != nil {
@@ -253,7 +246,30 @@ func threadsPrune(cmd *cobra.Command, args []string) error {
 		}
 		total += n
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "pruned %d checkpoints of %d threads\n", total, len(threads))
+	fmt.Fprintf(cmd.ErrOrStderr(), "pruned %d checkpoints of %d threads\n", total, len(args))
+	return nil
+}
+
+// sweep applies ret to every thread of e's store (Engine.Sweep): a thread
+// that is running is left for the next sweep.
+func sweep(cmd *cobra.Command, e *runner.Engine, ret runner.Retention) error {
+	graphs := map[string]*runner.Graph{}
+	lookup := func(pipeline string) *runner.Graph {
+		if g, ok := graphs[pipeline]; ok {
+			return g
+		}
+		graphs[pipeline], _ = pipelineFor(cmd, pipeline, "") // without definitions: no compaction
+		return graphs[pipeline]
+	}
+	res, err := e.Sweep(cmd.Context(), ret, runner.SweepOptions{Graph: lookup})
+	fmt.Fprintf(cmd.ErrOrStderr(), "pruned %d checkpoints of %d threads", res.Pruned, res.Threads)
+	if res.Skipped > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "; %d running, left as they are", res.Skipped)
+	}
+	fmt.Fprintln(cmd.ErrOrStderr())
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
 	return nil
 }
 
