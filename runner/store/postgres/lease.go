@@ -89,7 +89,7 @@ func (s *pgStore) Release(ctx context.Context, l store.Lease) error {
 // store.ErrLeased naming who took it over or saying it was released.
 func (s *pgStore) expire(ctx context.Context, l store.Lease, ttl *int64) (int64, error) {
 	var expires int64
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		return s.pool.QueryRow(ctx, pgExpire, l.Thread, l.Token, ttl).Scan(&expires)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

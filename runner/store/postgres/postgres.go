@@ -91,7 +91,7 @@ func (s *pgStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 		return err
 	}
 	err := s.put(ctx, cp)
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		err = s.retryPut(ctx, cp)
 	}
 	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrFenced) {
@@ -199,7 +199,7 @@ func (s *pgStore) History(ctx context.Context, thread string) ([]*store.Checkpoi
 // full when it also selects writes and snapshot.
 func (s *pgStore) query(ctx context.Context, sql string, full bool, args ...any) ([]*store.Checkpoint, error) {
 	var out []*store.Checkpoint
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -216,12 +216,25 @@ func (s *pgStore) query(ctx context.Context, sql string, full bool, args ...any)
 }
 
 // retry runs f, and again if it lost its connection.
-func retry(ctx context.Context, f func() error) error {
+func (s *pgStore) retry(ctx context.Context, f func() error) error {
 	err := f()
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		err = f()
 	}
 	return err
+}
+
+// lost reports whether err, while ctx goes on, is the loss of a
+// connection, worth one more try. A backend ended by a restart, a
+// failover or an administrator rarely ends alone, so the pool drops its
+// other connections too (those in use when they come back): the try
+// after a loss gets a new connection, not another dead one.
+func (s *pgStore) lost(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || !lostConn(err) {
+		return false
+	}
+	s.pool.Reset()
+	return true
 }
 
 // scanCheckpoint scans a row of pgColumns, then writes and snapshot when
@@ -268,7 +281,7 @@ func pgLimit(limit int) *int {
 // listThreads runs a query of threads with args.
 func (s *pgStore) listThreads(ctx context.Context, query string, args ...any) ([]store.Thread, error) {
 	var out []store.Thread
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
@@ -317,7 +330,7 @@ func (s *pgStore) Delete(ctx context.Context, thread string) error {
 		})
 	}
 	err := del()
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		if err = del(); errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -348,7 +361,7 @@ AND id < least($2, (SELECT max(id) FROM checkpoints WHERE thread = $1))`
 // (then the count is the retry's: 0 if the lost attempt committed).
 func (s *pgStore) Prune(ctx context.Context, thread string, keepFrom int64) (int, error) {
 	var n int64
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if err := exists(ctx, tx, thread); err != nil {
 				return err

@@ -192,16 +192,17 @@ func TestTerminatedGroupCommits(t *testing.T) {
 	const writers, puts = 16, 40
 	done := make(chan struct{})
 	var killed atomic.Int64
-	go func() {
+	var killer sync.WaitGroup
+	killer.Go(func() {
 		for {
 			select {
 			case <-done:
 				return
-			case <-time.After(15 * time.Millisecond):
+			case <-time.After(40 * time.Millisecond):
 				killed.Add(int64(db.terminate(t)))
 			}
 		}
-	}()
+	})
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
@@ -215,6 +216,7 @@ func TestTerminatedGroupCommits(t *testing.T) {
 	}
 	wg.Wait()
 	close(done)
+	killer.Wait() // before the cleanup uses the admin connection
 	if killed.Load() == 0 {
 		t.Fatal("no backend was terminated: the test did not test anything")
 	}

@@ -103,7 +103,7 @@ func (s *pgStore) CreateThread(ctx context.Context, t *store.ThreadRecord) error
 		return tag.RowsAffected() == 1, err
 	}
 	ok, err := insert()
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		// The lost insert may have committed: then the record is ours.
 		if ok, err = insert(); err == nil && !ok {
 			ok = s.sameThread(ctx, t)
@@ -127,7 +127,7 @@ func (s *pgStore) sameThread(ctx context.Context, t *store.ThreadRecord) bool {
 
 func (s *pgStore) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
 	var t *store.ThreadRecord
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		var err error
 		t, err = scanThreadRecord(s.pool.QueryRow(ctx, pgThreadRecord, id))
 		return err
@@ -161,12 +161,12 @@ func (s *pgStore) DeleteThread(ctx context.Context, id string) error {
 		})
 		return n == 1, err
 	}
-	return settle(ctx, "thread", id, true, del)
+	return s.settle(ctx, "thread", id, true, del)
 }
 
 func (s *pgStore) ThreadRecords(ctx context.Context, tenant string) ([]store.ThreadRecord, error) {
 	var out []store.ThreadRecord
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, pgThreadRecords, tenant)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store.Run
 		return nil, false, err
 	}
 	run, created, err := s.createRun(ctx, r, false)
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		run, created, err = s.createRun(ctx, r, true)
 	}
 	if err != nil && !errors.Is(err, store.ErrConflict) {
@@ -250,7 +250,7 @@ func storedRun(r *store.RunRecord) *store.RunRecord {
 
 func (s *pgStore) Run(ctx context.Context, id string) (*store.RunRecord, error) {
 	var r *store.RunRecord
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		var err error
 		r, err = scanRun(s.pool.QueryRow(ctx, pgRun, id))
 		return err
@@ -278,7 +278,7 @@ func (s *pgStore) RunsWithStatus(ctx context.Context, statuses ...string) ([]sto
 // was lost.
 func (s *pgStore) queryRuns(ctx context.Context, sql string, args ...any) ([]store.RunRecord, error) {
 	var out []store.RunRecord
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -321,7 +321,7 @@ func (s *pgStore) DeleteRun(ctx context.Context, id string) error {
 // execOne runs a statement that changes the record kind id, and returns
 // store.ErrNotFound when it changed none; see settle for deletes.
 func (s *pgStore) execOne(ctx context.Context, kind, id string, deletes bool, sql string, args ...any) error {
-	return settle(ctx, kind, id, deletes, func() (bool, error) {
+	return s.settle(ctx, kind, id, deletes, func() (bool, error) {
 		tag, err := s.pool.Exec(ctx, sql, args...)
 		return tag.RowsAffected() > 0, err
 	})
@@ -331,9 +331,9 @@ func (s *pgStore) execOne(ctx context.Context, kind, id string, deletes bool, sq
 // found the record, again if the connection was lost; store.ErrNotFound
 // when it did not find it. A delete retried after a lost connection
 // that finds nothing succeeds: the lost attempt deleted the record.
-func settle(ctx context.Context, kind, id string, deletes bool, f func() (bool, error)) error {
+func (s *pgStore) settle(ctx context.Context, kind, id string, deletes bool, f func() (bool, error)) error {
 	found, err := f()
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		if found, err = f(); err == nil && !found && deletes {
 			return nil
 		}
@@ -353,7 +353,7 @@ func (s *pgStore) AppendEvents(ctx context.Context, run string, events []store.E
 	}
 	now := time.Now().UnixNano()
 	seq, err := s.appendEvents(ctx, run, events, now)
-	if err != nil && ctx.Err() == nil && lostConn(err) {
+	if err != nil && s.lost(ctx, err) {
 		seq, err = s.retryAppend(ctx, run, events, now)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -394,7 +394,7 @@ func (s *pgStore) retryAppend(ctx context.Context, run string, events []store.Ev
 
 func (s *pgStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
 	var out []store.RunEvent
-	err := retry(ctx, func() error {
+	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, pgEvents, run, after)
 		if err != nil {
 			return err
