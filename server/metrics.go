@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/runner-dev/runner/runner"
@@ -64,6 +65,8 @@ func newMetrics(st store.Store) *metrics {
 		Help: "Planner steps of an ended investigation.", Buckets: prometheus.LinearBuckets(1, 1, 20)})
 	f(m.investSteps)
 	m.investigation = counter("ops_agent_investigation_completed_total", "Investigations ended, by their status and severity.", "status", "severity")
+	f(collectors.NewGoCollector())                                       // go_*: heap, GC, goroutines
+	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) // process_*: resident memory, CPU, open files
 	f(&pendingApprovals{st: st, desc: prometheus.NewDesc("runner_pending_approvals",
 		"Threads paused at an approval gate (a require_hitl rule) waiting for a reviewer, by pipeline.", []string{"pipeline"}, nil)})
 	return m

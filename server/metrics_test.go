@@ -82,6 +82,11 @@ func TestMetrics(t *testing.T) {
 	if cost := sample(m, `runner_model_cost_usd_total{model="gpt-4o"}`); cost <= 0 {
 		t.Errorf("gpt-4o cost %v, want > 0", cost)
 	}
+	for _, series := range []string{"process_resident_memory_bytes", "go_goroutines", "go_memstats_heap_inuse_bytes"} {
+		if v := sample(m, series); v <= 0 {
+			t.Errorf("%s = %v, want the process's own figure", series, v)
+		}
+	}
 
 	e.call("POST", "/threads/conv-1/runs/wait", map[string]any{"assistant_id": "rule_37",
 		"command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}}, 200)
