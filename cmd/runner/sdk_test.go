@@ -11,7 +11,8 @@ import (
 // TestLangGraphSDK drives a started `runner serve` with the stock
 // LangGraph JS SDK, unchanged, in both pinned major versions, and its
 // React useStream hook as agent-chat-ui uses it (server/sdktest: `npm ci`
-// there installs them; .ci/run does). The
+// there installs them; .ci/run does), and the Python SDK where Python can
+// import it (PyPI, where it comes from, is out of CI's reach). The
 // scripted model's first reply is slow, so a run is still going when the
 // suite tries a second run on its thread or cancels it; the heartbeat is
 // shorter than that reply, so the SDK reads runs/wait and join answers
@@ -46,6 +47,19 @@ func TestLangGraphSDK(t *testing.T) {
 			}
 		})
 	}
+	t.Run("python", func(t *testing.T) {
+		if err := exec.Command("python3", "-c", "import langgraph_sdk").Run(); err != nil {
+			t.Skip("the Python SDK is not importable: pip install langgraph-sdk==0.3.15 to run it")
+		}
+		py := exec.Command("python3", "compat.py")
+		py.Dir = suite
+		py.Env = append(os.Environ(), "RUNNER_URL="+base, "LANGGRAPH_API_KEY=sk-sdk")
+		out, err := py.CombinedOutput()
+		t.Logf("%s", out)
+		if err != nil {
+			t.Fatalf("compat.py failed: %v", err)
+		}
+	})
 }
 
 // slowScript is seed 000's scripted replies with the first one delayed.
