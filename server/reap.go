@@ -34,16 +34,23 @@ func reaperOwner() string {
 // server shuts down.
 func (s *Server) sweep() {
 	defer close(s.swept)
-	tick := time.NewTicker(s.leaseTTL())
+	s.every(s.leaseTTL(), func() {
+		if err := s.reapAll(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.cfg.Log.Error("sweeping runs of stopped servers", "err", err)
+		}
+	})
+}
+
+// every runs f every d until the server shuts down.
+func (s *Server) every(d time.Duration, f func()) {
+	tick := time.NewTicker(d)
 	defer tick.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-tick.C:
-			if err := s.reapAll(s.ctx); err != nil && s.ctx.Err() == nil {
-				s.cfg.Log.Error("sweeping runs of stopped servers", "err", err)
-			}
+			f()
 		}
 	}
 }

@@ -46,16 +46,7 @@ func (s *Server) retainAll() {
 	if s.cfg.RetentionEvery <= 0 || s.cfg.Retention == (runner.Retention{}) {
 		return
 	}
-	tick := time.NewTicker(s.cfg.RetentionEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-tick.C:
-			s.sweepRetention(s.ctx)
-		}
-	}
+	s.every(s.cfg.RetentionEvery, func() { s.sweepRetention(s.ctx) })
 }
 
 // sweepRetention runs one retention sweep, counts it and logs it.
