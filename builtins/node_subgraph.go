@@ -42,6 +42,15 @@ var SubgraphNode = dsl.NodeType{
 	Build:  buildSubgraph,
 }
 
+// VarTypes types `result` in the output mapping: the final state of the
+// child pipeline, as it declares it.
+func (c *SubgraphConfig) VarTypes(chk *dsl.NodeCheck) map[string]*dsl.Type {
+	if st := chk.PipelineState(c.Pipeline.Name); st != nil {
+		return map[string]*dsl.Type{"result": st}
+	}
+	return nil
+}
+
 // check refuses input keys the child pipeline cannot take: a run of it
 // would refuse them. prefix locates the config in with: ("branches.0.").
 func (c *SubgraphConfig) check(chk *dsl.NodeCheck, prefix string) {

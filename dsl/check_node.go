@@ -33,6 +33,21 @@ func (c *NodeCheck) InputFields(name string) (fields []string, ok bool) {
 	return fields, true
 }
 
+// PipelineState returns the declared state of the pipeline called name:
+// what a run of it ends with. A field whose declaration the schema refused
+// is of any type, and a state that is not a mapping is an open object. It
+// returns nil for an unknown pipeline (reported as a reference).
+func (c *NodeCheck) PipelineState(name string) *Type {
+	d := c.pc.byKind[KindPipeline][name]
+	switch {
+	case d == nil:
+		return nil
+	case d.Get("state") == nil:
+		return ObjectOf(map[string]*Type{})
+	}
+	return c.pc.objectOf(d.Get("state"))
+}
+
 // Errorf reports an error at the value path names in with:, its keys and
 // list indexes joined by dots ("pattern", "patterns.1", "llm.model"). A
 // value that is not written (a default the node type presets) is reported

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -42,7 +43,9 @@ type pipelineCheck struct {
 	p    *Pipeline
 	envs map[string]*Env  // by extra variables
 	node *Node            // the node whose config is being visited
-	vars map[string]*Type // the types of its node type's extra variables
+	vars map[string]*Type // the types of its extra variables: its node type's, or a VarTyper's
+	// varsKey tells apart the environments of different vars.
+	varsKey string
 }
 
 // pipeline checks a Pipeline document and adds it to the project.
@@ -193,8 +196,8 @@ func (pc *pipelineCheck) reducer(f *Field, n *yaml.Node) {
 // variables (of any type) added.
 func (pc *pipelineCheck) env(extra []string) *Env {
 	key := strings.Join(extra, ",")
-	if len(extra) > 0 && pc.vars != nil {
-		key += "@" + pc.node.Type
+	if len(extra) > 0 {
+		key += pc.varsKey
 	}
 	if e, ok := pc.envs[key]; ok {
 		return e
@@ -242,8 +245,8 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	if !pc.decode(pc.d, mapGet(v, "with"), n.Config, at+".with") {
 		return
 	}
-	pc.node, pc.vars = n, nt.Vars
-	defer func() { pc.vars = nil }()
+	pc.node, pc.vars, pc.varsKey = n, nt.Vars, "@"+nt.Name
+	defer func() { pc.vars, pc.varsKey = nil, "" }()
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
 	if nt.Check != nil {
 		nt.Check(n.Config, &NodeCheck{pc: pc})
@@ -371,6 +374,19 @@ func (pc *pipelineCheck) where(n *yaml.Node) Pos {
 		return pc.d.Pos(n)
 	}
 	return pc.d.Pos(mapGet(pc.node.value, "type"))
+}
+
+// enterTyped gives the expressions inside a VarTyper's value the types
+// it declares, on top of its node type's.
+func (pc *pipelineCheck) enterTyped(t VarTyper) func() {
+	vars, key := pc.vars, pc.varsKey
+	typed := maps.Clone(vars)
+	if typed == nil {
+		typed = map[string]*Type{}
+	}
+	maps.Copy(typed, t.VarTypes(&NodeCheck{pc: pc}))
+	pc.vars, pc.varsKey = typed, "@"+pc.node.Type+"@"+varsSignature(typed)
+	return func() { pc.vars, pc.varsKey = vars, key }
 }
 
 func (pc *pipelineCheck) visitExpression(e *Expression, want *Type, vars []string) {

@@ -86,10 +86,22 @@ type ModelRef struct {
 // UnmarshalYAML reads the model name.
 func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Decode(&m.Name) }
 
+// VarTyper is implemented by a node config, or by a struct inside one (a
+// parallel node's branch), whose expressions' extra variables have types
+// that depend on its own values: a subgraph's `result` is the state of the
+// pipeline it names. The types it returns override the node type's Vars
+// for the expressions inside the value.
+type VarTyper interface {
+	VarTypes(c *NodeCheck) map[string]*Type
+}
+
 // configVisitor receives the checked parts of a node config. vars are the
 // extra variables the struct tag `vars:"a,b"` gives the value's
 // expressions; the tag `kind:"array"` fixes an expression's result kind.
+// enterTyped is called for a value that types its variables, and the
+// function it returns once the value has been visited.
 type configVisitor interface {
+	enterTyped(t VarTyper) (leave func())
 	visitExpression(e *Expression, want *Type, vars []string)
 	visitWrite(f *FieldRef, e *Expression, vars []string) // e's value is written to state field f
 	visitTemplate(t *TemplateText, vars []string)
@@ -136,6 +148,11 @@ func visitConfig(val reflect.Value, vars []string, v configVisitor) {
 	}
 	if visitMarker(val, vars, v) {
 		return
+	}
+	if val.CanAddr() {
+		if t, ok := val.Addr().Interface().(VarTyper); ok {
+			defer v.enterTyped(t)()
+		}
 	}
 	for i := range val.NumField() {
 		f := val.Type().Field(i)
@@ -212,6 +229,7 @@ func collectPipelineRefs(cfg any, f func(*PipelineRef)) {
 // pipelineRefs is a configVisitor that only sees pipeline references.
 type pipelineRefs func(*PipelineRef)
 
+func (pipelineRefs) enterTyped(VarTyper) func()                   { return func() {} }
 func (pipelineRefs) visitExpression(*Expression, *Type, []string) {}
 func (pipelineRefs) visitWrite(*FieldRef, *Expression, []string)  {}
 func (pipelineRefs) visitTemplate(*TemplateText, []string)        {}
