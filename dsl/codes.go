@@ -46,6 +46,7 @@ const (
 	CodeExprNoField     = "expr.unknown-field"
 	CodeExprType        = "expr.type"
 	CodeExprCost        = "expr.cost"
+	CodeExprUnbounded   = "expr.unbounded"
 	CodeExprLanguage    = "expr.language"
 
 	// graph: a pipeline's topology
@@ -103,6 +104,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeExprNoField, "a field a closed object does not declare"},
 	{CodeExprType, "a type error, or a result of the wrong type"},
 	{CodeExprCost, "too long, too deeply nested or too expensive"},
+	{CodeExprUnbounded, "a loop, comprehension or range whose cost the run-time limits may cut short (warning)"},
 	{CodeExprLanguage, "an unknown expression language"},
 	{CodeGraphUnreachable, "a node start cannot reach"},
 	{CodeGraphNoEnd, "a node with no path to END"},

@@ -31,11 +31,13 @@ const (
 	MaxExprLen = 4096
 	// CELRecursionLimit bounds the nesting depth of a CEL expression's parse tree.
 	CELRecursionLimit = 64
-	// CELAssumedSize is the size assumed, when estimating cost at compile
-	// time, for every list, map or string read from a variable.
-	CELAssumedSize = 1000
+	// AssumedSize is the size assumed, when estimating cost at compile
+	// time, for every list, map or string read from a variable, in either
+	// language.
+	AssumedSize = 1000
 	// CELMaxEstimatedCost is the largest worst-case cost a CEL expression may
-	// have, estimated at compile time with variables of CELAssumedSize.
+	// have, estimated at compile time with variables of AssumedSize; one
+	// estimated past CELCostLimit is a warning.
 	CELMaxEstimatedCost = 100_000_000
 	// CELCostLimit is the cost budget of one CEL evaluation; an evaluation
 	// that exceeds it stops with an error.
@@ -213,6 +215,11 @@ func (c *compilation) hintComment() {
 // errorAt reports an error at byte offset off of the expression's text.
 func (c *compilation) errorAt(off int, code, format string, args ...any) *Diagnostic {
 	return c.diags.Errorf(c.src.PosAt(c.base+off), code, format, args...)
+}
+
+// warnAt reports a warning at byte offset off of the expression's text.
+func (c *compilation) warnAt(off int, code, format string, args ...any) *Diagnostic {
+	return c.diags.Warnf(c.src.PosAt(c.base+off), code, format, args...)
 }
 
 // checkResult reports a result type that cannot be what the caller wants.

@@ -118,17 +118,22 @@ func cleanCELMessage(msg string) string {
 	return msg
 }
 
-// celCost rejects an expression whose estimated worst-case cost is too high.
+// celCost rejects an expression whose estimated worst-case cost is too
+// high, and warns about one that may pass the run-time cost limit.
 func (c *compilation) celCost(ce *celEnv, checked *cel.Ast) {
 	est, err := ce.env.EstimateCost(checked, celSizer{})
 	if err != nil {
 		c.errorAt(0, CodeExprCost, "cannot estimate the cost of the expression: %v", err)
 		return
 	}
-	if est.Max > CELMaxEstimatedCost {
+	switch {
+	case est.Max > CELMaxEstimatedCost:
 		c.errorAt(0, CodeExprCost, "expression is too expensive: estimated worst-case cost %d exceeds the limit %d",
 			est.Max, CELMaxEstimatedCost).Hint = fmt.Sprintf(
-			"lists, maps and strings read from variables are assumed to hold up to %d items", CELAssumedSize)
+			"lists, maps and strings read from variables are assumed to hold up to %d items", AssumedSize)
+	case est.Max > CELCostLimit:
+		c.warnAt(0, CodeExprUnbounded, "expression may stop at the run-time cost limit of %d: its estimated worst-case cost is %d when lists, maps and strings hold %d items",
+			CELCostLimit, est.Max, AssumedSize).Hint = "avoid nesting comprehensions (all, exists, map, filter) over lists read from variables"
 	}
 }
 
@@ -141,7 +146,7 @@ func sizeBounded(ce *celEnv, checked *cel.Ast) bool {
 	return err == nil && est.Max <= CELCostLimit
 }
 
-// celSizer assumes CELAssumedSize (or max, when set) for the size of any
+// celSizer assumes AssumedSize (or max, when set) for the size of any
 // value read from a variable, so that loops over state lists have a
 // finite estimated cost.
 type celSizer struct{ max uint64 }
@@ -149,7 +154,7 @@ type celSizer struct{ max uint64 }
 // EstimateSize implements cost.Estimator.
 func (s celSizer) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if len(n.Path()) > 0 {
-		return &cost.SizeEstimate{Min: 0, Max: cmp.Or(s.max, CELAssumedSize)}
+		return &cost.SizeEstimate{Min: 0, Max: cmp.Or(s.max, AssumedSize)}
 	}
 	return nil
 }

@@ -104,6 +104,7 @@ func (c *compilation) compileExpr() evaluator {
 		return nil
 	}
 	c.checkResult(exprKind(tree.Node.Nature()), 0)
+	c.exprUnbounded(tree.Node)
 	if patchEquality(&tree.Node) {
 		if _, err := checker.Check(tree, &cfg); err != nil {
 			c.exprError(err, CodeExprType)
