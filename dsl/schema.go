@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -604,7 +605,7 @@ func scalarJSON(n *yaml.Node) any {
 		fallthrough
 	case "!!float":
 		var f float64
-		if n.Decode(&f) == nil {
+		if n.Decode(&f) == nil && !math.IsInf(f, 0) && !math.IsNaN(f) { // JSON has no .inf or .nan
 			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
 		}
 	}

@@ -1,6 +1,10 @@
 package dsl
 
-import "go.yaml.in/yaml/v3"
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // mapGet returns the value of key in mapping m, or nil.
 func mapGet(m *yaml.Node, key string) *yaml.Node {
@@ -72,6 +76,9 @@ func describe(n *yaml.Node) string {
 	case "!!int":
 		return "integer"
 	case "!!float":
+		if v := strings.ToLower(strings.TrimLeft(n.Value, "+-")); v == ".inf" || v == ".nan" {
+			return n.Value + " (JSON has no infinity or NaN)"
+		}
 		return "number"
 	case "!!bool":
 		return "boolean"
