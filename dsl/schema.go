@@ -39,6 +39,7 @@ type schemaSet struct {
 	base  *jsonschema.Schema
 	kinds map[string]*jsonschema.Schema
 	raw   map[string]any // resource URL -> decoded schema document
+	quick *quickSet      // the quick validator of valid documents
 }
 
 // baseURL is where the root schema without its conditions on kind is.
@@ -89,8 +90,11 @@ func newSchemaSet(reg *Registry) (*schemaSet, error) {
 	for _, n := range reg.names {
 		with[n] = schemaBase + "nodes.json#/$defs/" + n
 	}
-	s.with, err = compileAll(c, with)
-	return s, err
+	if s.with, err = compileAll(c, with); err != nil {
+		return nil, err
+	}
+	s.quick = newQuickSet(s)
+	return s, nil
 }
 
 // compileAll compiles the schema at each URL of urls.
@@ -141,8 +145,12 @@ func jsonAt(v any, path ...string) any {
 
 // validate checks a document against the schema, reports each problem at
 // the YAML position of the offending value and records in f which parts of
-// the document hold one.
+// the document hold one. A document the quick validator finds valid is
+// done with at once (see schema_quick.go).
 func (s *schemaSet) validate(d *Document, diags *Diagnostics, f *faults) bool {
+	if s.quick.valid(d.Root) {
+		return true
+	}
 	var v validation
 	if err := v.run(s, toJSON(d.Root)); err != nil {
 		return false
