@@ -40,6 +40,8 @@ type check struct {
 	used   map[string]map[string]bool // kind -> names referred to
 	proj   *Project
 	envs   map[string]*Env // shared environments, by what they declare
+	// ruleEnvs holds the environment of each rule trigger over a state.
+	ruleEnvs map[ruleEnvKey]*Env
 	// programs holds the expressions that compiled without a diagnostic,
 	// so one repeated across documents is compiled once.
 	programs map[programKey]*Program
@@ -67,6 +69,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		valid:       map[*Document]bool{},
 		used:        map[string]map[string]bool{},
 		envs:        map[string]*Env{},
+		ruleEnvs:    map[ruleEnvKey]*Env{},
 		programs:    map[programKey]*Program{},
 		jsonSchemas: map[string]error{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},

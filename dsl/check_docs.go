@@ -315,7 +315,7 @@ func (k *check) subgraphCycles() {
 	deps := map[string][]*PipelineRef{}
 	for name, p := range k.proj.Pipelines {
 		for _, n := range p.Nodes {
-			collectPipelineRefs(n.Config, func(r *PipelineRef) { deps[name] = append(deps[name], r) })
+			deps[name] = append(deps[name], n.pipelineRefs()...)
 		}
 	}
 	for name, p := range k.proj.Pipelines {

@@ -25,14 +25,12 @@ func (k *check) agentModelOf(p *Pipeline, seen map[string]bool) *Node {
 		return p.ownAgentModel
 	}
 	for _, n := range p.Nodes {
-		var found *Node
-		collectPipelineRefs(n.Config, func(r *PipelineRef) {
-			if child := k.proj.Pipelines[r.Name]; found == nil && child != nil {
-				found = k.agentModelOf(child, seen)
+		for _, r := range n.pipelineRefs() {
+			if child := k.proj.Pipelines[r.Name]; child != nil {
+				if found := k.agentModelOf(child, seen); found != nil {
+					return found
+				}
 			}
-		})
-		if found != nil {
-			return found
 		}
 	}
 	return nil
@@ -88,6 +86,8 @@ func (k *check) markRun(name string, run map[string]bool) {
 	}
 	run[name] = true
 	for _, n := range p.Nodes {
-		collectPipelineRefs(n.Config, func(r *PipelineRef) { k.markRun(r.Name, run) })
+		for _, r := range n.pipelineRefs() {
+			k.markRun(r.Name, run)
+		}
 	}
 }

@@ -248,6 +248,7 @@ func (pc *pipelineCheck) nodeDecl(key, v *yaml.Node) {
 	pc.node, pc.vars, pc.varsKey = n, nt.Vars, "@"+nt.Name
 	defer func() { pc.vars, pc.varsKey = nil, "" }()
 	visitConfig(reflect.ValueOf(n.Config), nil, pc)
+	n.pipesKnown = true // visitPipeline recorded them
 	if nt.Check != nil {
 		nt.Check(n.Config, &NodeCheck{pc: pc})
 	}
@@ -435,6 +436,7 @@ func (pc *pipelineCheck) visitTool(t *ToolRef) {
 }
 
 func (pc *pipelineCheck) visitPipeline(p *PipelineRef) {
+	pc.node.pipes = append(pc.node.pipes, p)
 	if p.node != nil {
 		pc.ref(pc.d, p.node, KindPipeline, "pipeline")
 	}

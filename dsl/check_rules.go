@@ -105,11 +105,25 @@ func (k *check) ruleSet(d *Document) {
 // Rule sets that declare the same state share one, so its compiled forms
 // (a CEL environment is costly to build) are built once per Check.
 func (k *check) ruleEnv(state *Type, trigger string) *Env {
+	key := ruleEnvKey{state.signature(), trigger}
+	if e := k.ruleEnvs[key]; e != nil {
+		return e
+	}
 	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType, "run": runType}
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
-	return k.env(vars)
+	e := k.env(vars)
+	k.ruleEnvs[key] = e
+	return e
+}
+
+// ruleEnvKey is what a rule's environment depends on: the signature of
+// the state and the trigger (whose variables' types are many: writing
+// their signature is what k.env would do).
+type ruleEnvKey struct {
+	state   string
+	trigger string
 }
 
 // action checks a rule's action parameters: texts are templates over the

@@ -178,18 +178,17 @@ func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 		return 1
 	}
 	if n.Kind == yaml.MappingNode {
-		seen := map[string]*yaml.Node{}
+		keys := newKeySet(len(n.Content) / 2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Value == "<<" && k.Tag == "!!merge" {
 				diags.Errorf(posOf(file, k), CodeYAMLAlias, "merge keys (<<) are not supported; write the fields out")
 				count++
 			}
-			if prev, ok := seen[k.Value]; ok && k.Kind == yaml.ScalarNode {
+			if prev := keys.add(n.Content, i); prev != nil && k.Kind == yaml.ScalarNode {
 				diags.Errorf(posOf(file, k), CodeYAMLDupKey, "duplicate key %q (first defined at line %d)", k.Value, prev.Line)
 				count++
 			}
-			seen[k.Value] = k
 		}
 	}
 	for _, c := range n.Content {
@@ -295,4 +294,38 @@ func LoadScript(name string) ([]Reply, error) {
 		return nil, fmt.Errorf("%s: %s (a script is a list of replies: text, tool_calls, output, usage, error, delay, node)", name, msg)
 	}
 	return replies, nil
+}
+
+// smallMapping is the most keys a mapping has for its duplicates to be
+// found by scanning, without a map.
+const smallMapping = 16
+
+// keySet finds the keys of a mapping that repeat an earlier key: by
+// scanning the earlier keys in a small mapping, through a map in a large
+// one (every document has many small mappings).
+type keySet map[string]*yaml.Node
+
+// newKeySet returns the set for a mapping of n keys.
+func newKeySet(n int) keySet {
+	if n <= smallMapping {
+		return nil
+	}
+	return make(keySet, n)
+}
+
+// add adds the key at index i of a mapping's content and returns the last
+// earlier key of the same value, or nil.
+func (s keySet) add(content []*yaml.Node, i int) *yaml.Node {
+	k := content[i]
+	if s != nil {
+		prev := s[k.Value]
+		s[k.Value] = k
+		return prev
+	}
+	for j := i - 2; j >= 0; j -= 2 {
+		if content[j].Value == k.Value {
+			return content[j]
+		}
+	}
+	return nil
 }

@@ -228,6 +228,20 @@ type Node struct {
 	// opaque marks a node whose routes the schema refused: the graph
 	// checks take it to lead anywhere, END included.
 	opaque bool
+	// pipes are the pipelines the config names, once pipesKnown.
+	pipes      []*PipelineRef
+	pipesKnown bool
+}
+
+// pipelineRefs returns the pipelines n's config names (subgraphs,
+// parallel branches): recorded when the checker visited the config, else
+// collected from it.
+func (n *Node) pipelineRefs() []*PipelineRef {
+	if !n.pipesKnown {
+		collectPipelineRefs(n.Config, func(r *PipelineRef) { n.pipes = append(n.pipes, r) })
+		n.pipesKnown = true
+	}
+	return n.pipes
 }
 
 // Route is one outgoing edge; a nil When always matches.
