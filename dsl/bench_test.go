@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -133,16 +135,51 @@ func BenchmarkYAMLDecode200(b *testing.B) {
 	src := corpus(200)
 	b.ReportAllocs()
 	for b.Loop() {
-		dec := yaml.NewDecoder(bytes.NewReader(src))
-		for {
-			var n yaml.Node
-			if err := dec.Decode(&n); err == io.EOF {
-				break
-			} else if err != nil {
-				b.Fatal(err)
-			}
+		decodeAll(b, src)
+	}
+}
+
+// BenchmarkValidateRatio times validating the corpus and decoding it into
+// yaml.Nodes alternately, one after the other in each iteration, and
+// reports the median of each and their ratio (the target is 2): on a
+// shared machine, load that comes and goes weighs on both alike.
+func BenchmarkValidateRatio(b *testing.B) {
+	src := corpus(200)
+	c := newChecker(b)
+	var validate, decode []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		docs, _ := dsl.Parse("corpus.yaml", src)
+		if _, diags := c.Check(docs); len(diags) > 0 {
+			b.Fatal(diags)
+		}
+		t1 := time.Now()
+		decodeAll(b, src)
+		validate, decode = append(validate, t1.Sub(t0)), append(decode, time.Since(t1))
+	}
+	v, d := median(validate), median(decode)
+	b.ReportMetric(float64(v.Microseconds())/1000, "validate-ms")
+	b.ReportMetric(float64(d.Microseconds())/1000, "decode-ms")
+	b.ReportMetric(float64(v)/float64(d), "ratio")
+}
+
+// decodeAll decodes every document of src into a yaml.Node.
+func decodeAll(b *testing.B, src []byte) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err == io.EOF {
+			return
+		} else if err != nil {
+			b.Fatal(err)
 		}
 	}
+}
+
+// median returns the median of ds (which it sorts).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // BenchmarkNewChecker is the fixed cost of a validate run: compiling the
