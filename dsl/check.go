@@ -42,6 +42,7 @@ type check struct {
 	envs   map[string]*Env // shared environments, by what they declare
 	// ruleEnvs holds the environment of each rule trigger over a state.
 	ruleEnvs map[ruleEnvKey]*Env
+	sigs     map[*Type]string // the signatures of the variables' types
 	// programs holds the expressions that compiled without a diagnostic,
 	// so one repeated across documents is compiled once.
 	programs map[programKey]*Program
@@ -70,6 +71,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		used:        map[string]map[string]bool{},
 		envs:        map[string]*Env{},
 		ruleEnvs:    map[ruleEnvKey]*Env{},
+		sigs:        map[*Type]string{},
 		programs:    map[programKey]*Program{},
 		jsonSchemas: map[string]error{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
@@ -231,7 +233,7 @@ func (k *check) compile(d *Document, n *yaml.Node, lang Lang, env *Env, want *Ty
 // Check that declares the same variables with the same types, so that
 // its compiled forms are built once and its expressions compiled once.
 func (k *check) env(vars map[string]*Type) *Env {
-	key := varsSignature(vars)
+	key := k.varsSignature(vars)
 	if e := k.envs[key]; e != nil {
 		return e
 	}
@@ -241,13 +243,19 @@ func (k *check) env(vars map[string]*Type) *Env {
 }
 
 // varsSignature renders variables with their types' signatures, sorted by
-// name: two sets of variables with the same signature are the same.
-func varsSignature(vars map[string]*Type) string {
+// name: two sets of variables with the same signature are the same. A
+// type's signature is written once a Check (types are not changed once
+// built; budget, run and the triggers' variables are in every place).
+func (k *check) varsSignature(vars map[string]*Type) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		b.WriteString(name + ":")
-		vars[name].writeSignature(&b)
-		b.WriteString(";")
+		t := vars[name]
+		sig, ok := k.sigs[t]
+		if !ok {
+			sig = t.signature()
+			k.sigs[t] = sig
+		}
+		b.WriteString(name + ":" + sig + ";")
 	}
 	return b.String()
 }

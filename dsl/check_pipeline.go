@@ -386,7 +386,7 @@ func (pc *pipelineCheck) enterTyped(t VarTyper) func() {
 		typed = map[string]*Type{}
 	}
 	maps.Copy(typed, t.VarTypes(&NodeCheck{pc: pc}))
-	pc.vars, pc.varsKey = typed, "@"+pc.node.Type+"@"+varsSignature(typed)
+	pc.vars, pc.varsKey = typed, "@"+pc.node.Type+"@"+pc.varsSignature(typed)
 	return func() { pc.vars, pc.varsKey = vars, key }
 }
 

@@ -37,6 +37,16 @@ type TemplateText struct {
 // UnmarshalYAML keeps the node; the checker compiles it.
 func (t *TemplateText) UnmarshalYAML(n *yaml.Node) error { t.node = n; return nil }
 
+// decodeString decodes a string: a plain string scalar at once, anything
+// else (with its error) through the YAML decoder.
+func decodeString(n *yaml.Node, s *string) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		*s = n.Value
+		return nil
+	}
+	return n.Decode(s)
+}
+
 // FieldRef names a state field a node writes. A config may preset a default
 // name; the checker verifies the field is declared.
 type FieldRef struct {
@@ -45,7 +55,7 @@ type FieldRef struct {
 }
 
 // UnmarshalYAML reads the field name.
-func (f *FieldRef) UnmarshalYAML(n *yaml.Node) error { f.node = n; return n.Decode(&f.Name) }
+func (f *FieldRef) UnmarshalYAML(n *yaml.Node) error { f.node = n; return decodeString(n, &f.Name) }
 
 // ToolRef names a Tool document.
 type ToolRef struct {
@@ -54,7 +64,7 @@ type ToolRef struct {
 }
 
 // UnmarshalYAML reads the tool name.
-func (t *ToolRef) UnmarshalYAML(n *yaml.Node) error { t.node = n; return n.Decode(&t.Name) }
+func (t *ToolRef) UnmarshalYAML(n *yaml.Node) error { t.node = n; return decodeString(n, &t.Name) }
 
 // PipelineRef names a Pipeline document.
 type PipelineRef struct {
@@ -63,7 +73,7 @@ type PipelineRef struct {
 }
 
 // UnmarshalYAML reads the pipeline name.
-func (p *PipelineRef) UnmarshalYAML(n *yaml.Node) error { p.node = n; return n.Decode(&p.Name) }
+func (p *PipelineRef) UnmarshalYAML(n *yaml.Node) error { p.node = n; return decodeString(n, &p.Name) }
 
 // JSONSchemaDoc is a with: value holding a JSON Schema (an llm node's
 // output_schema, an interrupt node's resume_schema). The checker verifies
@@ -84,7 +94,7 @@ type ModelRef struct {
 }
 
 // UnmarshalYAML reads the model name.
-func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return n.Decode(&m.Name) }
+func (m *ModelRef) UnmarshalYAML(n *yaml.Node) error { m.node = n; return decodeString(n, &m.Name) }
 
 // VarTyper is implemented by a node config, or by a struct inside one (a
 // parallel node's branch), whose expressions' extra variables have types

@@ -596,16 +596,33 @@ func toJSON(n *yaml.Node) any {
 	return nil
 }
 
+// plainDecimal reports whether s is an integer written the way
+// strconv.FormatInt writes it: an optional minus, and digits without a
+// leading zero, short enough to fit an int64.
+func plainDecimal(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(digits) > 18 || (digits[0] == '0' && digits != "0") || s == "-0" {
+		return false
+	}
+	return strings.Trim(digits, "0123456789") == ""
+}
+
 func scalarJSON(n *yaml.Node) any {
 	switch n.Tag {
 	case "!!null":
 		return nil
 	case "!!bool":
+		if n.Value == "true" || n.Value == "false" {
+			return n.Value == "true"
+		}
 		var b bool
 		if n.Decode(&b) == nil {
 			return b
 		}
 	case "!!int":
+		if plainDecimal(n.Value) {
+			return json.Number(n.Value)
+		}
 		var i int64
 		if n.Decode(&i) == nil {
 			return json.Number(strconv.FormatInt(i, 10))
