@@ -42,7 +42,7 @@ type check struct {
 	envs   map[string]*Env // shared environments, by what they declare
 	// ruleEnvs holds the environment of each rule trigger over a state.
 	ruleEnvs map[ruleEnvKey]*Env
-	sigs     map[*Type]string // the signatures of the variables' types
+	sigs     map[*Type]string // the signatures of the types expressions see
 	// programs holds the expressions that compiled without a diagnostic,
 	// so one repeated across documents is compiled once.
 	programs map[programKey]*Program
@@ -217,7 +217,7 @@ func (k *check) compile(d *Document, n *yaml.Node, lang Lang, env *Env, want *Ty
 		return nil
 	}
 	src := source(d, n, lang)
-	key := programKey{text: src.Text, lang: src.Lang, env: env, want: want.signature()}
+	key := programKey{text: src.Text, lang: src.Lang, env: env, want: k.signature(want)}
 	if p, ok := k.programs[key]; ok {
 		return p
 	}
@@ -249,15 +249,22 @@ func (k *check) env(vars map[string]*Type) *Env {
 func (k *check) varsSignature(vars map[string]*Type) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(vars)) {
-		t := vars[name]
-		sig, ok := k.sigs[t]
-		if !ok {
-			sig = t.signature()
-			k.sigs[t] = sig
-		}
-		b.WriteString(name + ":" + sig + ";")
+		b.WriteString(name)
+		b.WriteByte(':')
+		b.WriteString(k.signature(vars[name]))
+		b.WriteByte(';')
 	}
 	return b.String()
+}
+
+// signature returns t's signature, written once a Check.
+func (k *check) signature(t *Type) string {
+	sig, ok := k.sigs[t]
+	if !ok {
+		sig = t.signature()
+		k.sigs[t] = sig
+	}
+	return sig
 }
 
 // template compiles the template at n and adds its diagnostics. A
