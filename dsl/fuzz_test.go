@@ -9,7 +9,9 @@ import (
 )
 
 // FuzzCheck feeds arbitrary files to the loader and the checker: no input
-// may make them panic, and every diagnostic must carry a position.
+// may make them panic, every diagnostic must carry a position, and the
+// quick schema validator must decide every document as the schema library
+// does.
 func FuzzCheck(f *testing.F) {
 	for _, glob := range []string{"testdata/invalid/*.yaml", "testdata/valid/*.yaml", "../pipelines/*/*.yaml", "../agents/*.yaml", "../rules/*.yaml"} {
 		files, _ := filepath.Glob(glob)
@@ -28,6 +30,11 @@ func FuzzCheck(f *testing.F) {
 		for _, d := range append(diags, more...) {
 			if d.Pos.File == "" || d.Message == "" {
 				t.Errorf("diagnostic without position or message: %+v", d)
+			}
+		}
+		for _, d := range docs {
+			if why := c.QuickDisagrees(d); why != "" {
+				t.Errorf("%s: %s", d.Pos(d.Root), why)
 			}
 		}
 	})
