@@ -37,7 +37,10 @@ import (
 // BENCH_SERVE_STORE=memory: serves from the memory store instead;
 // BENCH_SERVE_URL and BENCH_SERVE_PID measure a server already running
 // that serves the loop as fraud_investigator (bench/serve.sh starts
-// LangGraph.js's own with bench/peer/serve).
+// LangGraph.js's own with bench/peer/serve). BENCH_SERVE_PHASE=NAME runs
+// that phase alone (sequential, 32-concurrent, paced-200/s, ttfe,
+// held-streams); BENCH_SERVE_CPUPROFILE=FILE has the server write its CPU
+// profile there.
 func BenchmarkServe(b *testing.B) {
 	raiseFileLimit(b)
 	srv := startServe(b)
@@ -54,14 +57,22 @@ func BenchmarkServe(b *testing.B) {
 	}
 	b.ResetTimer()
 	var next atomic.Int64
-	phase := func(name string, clients, n int) {
-		srv.report(b, name, srv.load(b, clients, n, func() error { return run(int(next.Add(1))) }))
+	only := os.Getenv("BENCH_SERVE_PHASE")
+	phase := func(name string, measure func()) {
+		if only == "" || only == name {
+			measure()
+		}
 	}
-	phase("sequential", 1, 300)
-	phase("32-concurrent", 32, 3000)
-	srv.report(b, "paced-200/s", srv.paced(b, 200, 1000, func(i int) error { return run(1_000_000 + i) }))
-	srv.timeToFirstEvent(b, 200, input)
-	srv.heldStreams(b, 1000, input)
+	load := func(name string, clients, n int) {
+		phase(name, func() { srv.report(b, name, srv.load(b, clients, n, func() error { return run(int(next.Add(1))) })) })
+	}
+	load("sequential", 1, 300)
+	load("32-concurrent", 32, 3000)
+	phase("paced-200/s", func() {
+		srv.report(b, "paced-200/s", srv.paced(b, 200, 1000, func(i int) error { return run(1_000_000 + i) }))
+	})
+	phase("ttfe", func() { srv.timeToFirstEvent(b, 200, input) })
+	phase("held-streams", func() { srv.heldStreams(b, 1000, input) })
 }
 
 // served is a started `runner serve` and its client.
@@ -100,6 +111,13 @@ func startServe(b *testing.B) *served {
 	}
 	cmd := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--store", dsn, "--script", script)
 	cmd.Dir = ".."
+	if prof := os.Getenv("BENCH_SERVE_CPUPROFILE"); prof != "" {
+		abs, err := filepath.Abs(prof)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cmd.Env = append(os.Environ(), "RUNNER_CPUPROFILE="+abs)
+	}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
