@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -30,6 +32,11 @@ type liveRun struct {
 	// (flushLocked).
 	emitMu  sync.Mutex
 	pending []store.EventInput
+	hold    *time.Timer // writes pending events held while nobody reads
+	// readers counts the streams reading the run as it goes: while there
+	// are none, its values events are stored as references and its steps'
+	// events held (holdLocked).
+	readers atomic.Int32
 	mu      sync.Mutex
 	wake    chan struct{} // closed and replaced when events are appended
 	final   any           // what runs/wait and join return
@@ -49,6 +56,17 @@ func (l *liveRun) changed() <-chan struct{} {
 	defer l.mu.Unlock()
 	return l.wake
 }
+
+// attach counts a stream reading l as it goes and writes l's held
+// events, so the stream finds them in the store; detach when it is done.
+func (s *Server) attach(l *liveRun) {
+	l.readers.Add(1)
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
+	s.flushLocked(l)
+}
+
+func (l *liveRun) detach() { l.readers.Add(-1) }
 
 // ended reports whether the run has ended.
 func (l *liveRun) ended() bool {
@@ -98,6 +116,10 @@ func (s *Server) emitLocked(l *liveRun, event string, data any) {
 // streams; the caller holds l.emitMu, so batches are written in order,
 // while streams waiting on l.mu are not held up by the write.
 func (s *Server) flushLocked(l *liveRun) {
+	if l.hold != nil {
+		l.hold.Stop()
+		l.hold = nil
+	}
 	if len(l.pending) == 0 {
 		return
 	}

@@ -99,9 +99,16 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 	var watched *liveRun
 	if watch {
 		l.streams.Add(1)
+		l.readers.Add(1) // until its stream is done
 		watched = l
 	}
-	s.append(ctx, rec.ID, s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1}))
+	meta := s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1})
+	if !busy && !watch { // written with the run's first events
+		l.pending = meta
+		s.start(l)
+		return nil, nil
+	}
+	s.append(ctx, rec.ID, meta)
 	if !busy {
 		s.start(l)
 		return watched, nil
@@ -217,6 +224,7 @@ func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	defer l.streams.Done()
+	defer l.detach()
 	s.stream(w, r, rec.ID, l, 0, nil)
 	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
 		l.cancel(errCancelled)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/runner-dev/runner/runner"
 )
 
@@ -10,8 +12,14 @@ var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: t
 	runner.EventRule: true, runner.EventInterrupt: true, runner.EventCheckpoint: true, runner.EventError: true, runner.EventDone: true}
 
 // flushes are the runtime's events that end a step, or the run: the
-// step's events are then written, in one batch.
+// step's events are then written, in one batch. Those that end the run
+// (or pause it) are written at once; a step's, at once while a stream
+// reads the run, else held with the next steps' for at most maxHold.
 var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrupt: true, runner.EventError: true, runner.EventDone: true}
+
+// maxHold is the longest a run nobody reads keeps its events before
+// writing them: a run that ends sooner writes its events in one batch.
+const maxHold = 100 * time.Millisecond
 
 // sink turns the engine's events into the stream modes the run asked for:
 // values (the state after each step), updates ({node: update}), messages
@@ -24,10 +32,27 @@ func (s *Server) sink(l *liveRun) runner.Sink {
 		l.emitMu.Lock() // one event at a time, in order
 		defer l.emitMu.Unlock()
 		s.streamEvent(l, ev)
-		if flushes[ev.Type] {
+		switch {
+		case !flushes[ev.Type]:
+		case ev.Type != runner.EventCheckpoint || l.readers.Load() > 0:
 			s.flushLocked(l)
+		default:
+			s.holdLocked(l)
 		}
 	}
+}
+
+// holdLocked keeps l's pending events for at most maxHold, when they are
+// written unless something wrote them first; the caller holds l.emitMu.
+func (s *Server) holdLocked(l *liveRun) {
+	if l.hold != nil || len(l.pending) == 0 {
+		return
+	}
+	l.hold = time.AfterFunc(maxHold, func() {
+		l.emitMu.Lock()
+		defer l.emitMu.Unlock()
+		s.flushLocked(l)
+	})
 }
 
 // streamEvent queues the stream events an engine event makes; the caller
@@ -73,9 +98,13 @@ func (s *Server) valuesEvent(l *liveRun, ev runner.Event) {
 	if !l.q.wants("values") || (d["status"] != runner.StatusRunning && d["status"] != runner.StatusCompleted) {
 		return
 	}
+	id, _ := d["id"].(int64)
+	if s.byReference(l) {
+		s.emitValuesRef(l, id)
+		return
+	}
 	state := ev.State
 	if state == nil { // a runtime that does not hand it over: read it back
-		id, _ := d["id"].(int64)
 		ts, err := (&runner.Engine{Store: s.cfg.Store}).State(s.ctx, l.g, l.rec.Thread, id)
 		if err != nil {
 			s.cfg.Log.Error("state for a values event", "run", l.rec.ID, "err", err)

@@ -44,15 +44,22 @@ func seqID(_ string, seq int64) string { return strconv.FormatInt(seq, 10) }
 // stream reads its end.
 func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
 	run, l, after := in.run, in.l, in.after
+	if l != nil {
+		s.attach(l)
+		defer l.detach()
+	}
 	for {
 		wake, final := s.nextWake(ctx, run, l)
 		evs, err := s.runs.Events(ctx, run, after)
+		if err == nil {
+			evs, err = s.kept(ctx, evs, in.keep)
+		}
 		if err != nil {
 			writeEvent(sw.w, "", "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
 			return false
 		}
 		for _, ev := range evs {
-			if in.keep == nil || in.keep(ev.Event) {
+			if ev.Event != "" {
 				writeEvent(sw.w, in.idOf(run, ev.Seq), ev.Event, ev.Data)
 			}
 			after = ev.Seq
@@ -67,6 +74,21 @@ func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
 			return false
 		}
 	}
+}
+
+// kept returns evs with the values references among them rebuilt, and
+// the name of each event keep does not keep (when not nil) blanked.
+func (s *Server) kept(ctx context.Context, evs []store.RunEvent, keep func(event string) bool) ([]store.RunEvent, error) {
+	for i := range evs {
+		name := evs[i].Event
+		if name == valuesRef {
+			name = "values"
+		}
+		if keep != nil && !keep(name) {
+			evs[i].Event = ""
+		}
+	}
+	return evs, s.resolveEvents(ctx, evs)
 }
 
 // nextWake is what a relay of run waits on for more events: the live
