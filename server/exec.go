@@ -26,16 +26,34 @@ var (
 	errEnded     = errors.New("run ended")
 )
 
+// planned is how a run drives its thread (modeRun, …) and the thread's
+// newest checkpoint when it was planned (0: none).
+type planned struct {
+	mode int
+	from int64
+}
+
 // plan decides how a run drives thread, from where its checkpoints leave
 // it; a run that does not fit is a 409 saying why.
-func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *runRequest) (int, error) {
+func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *runRequest) (planned, error) {
 	ts, err := (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
 	if errors.Is(err, store.ErrNotFound) {
 		ts, err = nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return planned{}, err
 	}
+	mode, err := planMode(thread, q, ts)
+	p := planned{mode: mode}
+	if ts != nil {
+		p.from = ts.Checkpoint
+	}
+	return p, err
+}
+
+// planMode is how a run drives thread, whose newest state is ts (nil:
+// it has none).
+func planMode(thread string, q *runRequest, ts *runner.ThreadState) (int, error) {
 	static := ts != nil && ts.Interrupt != nil && (ts.Interrupt.Kind == runner.KindBefore || ts.Interrupt.Kind == runner.KindAfter)
 	switch {
 	case q.resuming():
@@ -101,7 +119,6 @@ func (s *Server) execute(l *liveRun) {
 		g = &limited
 	}
 	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
-	l.from = s.newestCheckpoint(context.WithoutCancel(ctx), l.rec.Thread)
 	res, err := s.drive(ctx, e, g, l)
 	if errors.Is(context.Cause(ctx), errRollback) {
 		s.rollback(l)
@@ -141,10 +158,17 @@ func (s *Server) execute(l *liveRun) {
 // drive starts, resumes or continues the thread as the run asks.
 func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l *liveRun) (*runner.Result, error) {
 	thread, q := l.rec.Thread, l.q
-	mode, err := s.plan(ctx, g, thread, q)
-	if err != nil {
-		return nil, err
+	p := l.plan
+	if p == nil { // a queued run: its thread has moved since it was admitted
+		np, err := s.plan(ctx, g, thread, q)
+		if err != nil {
+			l.from = s.newestCheckpoint(context.WithoutCancel(ctx), thread)
+			return nil, err
+		}
+		p = &np
 	}
+	l.from = p.from
+	mode := p.mode
 	input, err := applyCommand(ctx, e, g, thread, q, mode)
 	if err != nil {
 		return nil, err
@@ -233,8 +257,12 @@ func (s *Server) restore(ctx context.Context, l *liveRun) error {
 }
 
 // finalValues is what runs/wait returns: the thread's values, with the
-// pending interrupt as __interrupt__.
+// pending interrupt as __interrupt__; those of a completed run are its
+// result's.
 func (s *Server) finalValues(ctx context.Context, g *runner.Graph, thread string, res *runner.Result) map[string]any {
+	if res.Status == runner.StatusCompleted && res.Interrupt == nil && res.State != nil {
+		return outValues(res.State)
+	}
 	ts, err := (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
 	if err != nil {
 		return outValues(res.State)

@@ -18,7 +18,10 @@ type liveRun struct {
 	g         *runner.Graph
 	stateless bool
 	from      int64 // the checkpoint the run started from (0: none; -1: unknown)
-	undone    bool  // rolled back: deleted once it ends
+	// plan is how the run drives its thread, when planned as it was
+	// admitted and started at once (nil: planned when it starts).
+	plan   *planned
+	undone bool // rolled back: deleted once it ends
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -83,10 +83,13 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 			return nil, err
 		}
 	}
+	var p *planned
 	if !busy {
-		if _, err := s.plan(ctx, g, rec.Thread, q); err != nil {
+		np, err := s.plan(ctx, g, rec.Thread, q)
+		if err != nil {
 			return nil, err
 		}
+		p = &np
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,6 +97,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		return nil, problemf(http.StatusServiceUnavailable, "the server is shutting down")
 	}
 	l := newLiveRun(s.ctx, rec, q, g, stateless)
+	l.plan = p
 	s.live[rec.ID] = l
 	s.runAdmitted(rec.Thread)
 	var watched *liveRun
