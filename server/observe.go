@@ -36,7 +36,11 @@ type watch struct {
 func (s *Server) observe(l *liveRun, next runner.Sink) runner.Sink {
 	w := &watch{start: time.Now()}
 	w.conv = s.convs.begin(l)
-	w.obs = []observer{s.metrics.run(l, w.start), s.tracing.run(l, w.start), w.conv}
+	w.obs = []observer{s.metrics.run(l, w.start)}
+	if s.tracing != nil { // no span is built without a tracer
+		w.obs = append(w.obs, s.tracing.run(l, w.start))
+	}
+	w.obs = append(w.obs, w.conv)
 	l.watch = w
 	s.cfg.Log.Info("run started", "run", l.rec.ID, "thread", l.rec.Thread, "assistant", l.rec.Assistant, "tenant", l.rec.Tenant)
 	return func(ev runner.Event) {
