@@ -54,20 +54,41 @@ CREATE TABLE run_events (
 const runColumns = `id, thread, tenant, assistant, status, multitask_strategy, idempotency_key,
 	kwargs, metadata, created_at, updated_at`
 
+// The writes of thread records and runs that join the group commit
+// (batch.go): each changes one row, or none when its record exists
+// (a create) or does not (an update).
+const (
+	sqliteCreateThread = `INSERT INTO thread_records (id, tenant, metadata, created_at, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING`
+	sqliteUpdateThread = `UPDATE thread_records SET metadata = ?2, updated_at = ?3 WHERE id = ?1`
+	sqliteCreateRun    = `INSERT INTO runs (` + runColumns + `)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING`
+	sqliteSetRunStatus = `UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1`
+)
+
+// groupedRow commits stmt with args in the group commit; a write that
+// changed no row is ErrNotFound for what.
+func (s *sqliteStore) groupedRow(ctx context.Context, what string, stmt *sql.Stmt, args ...any) error {
+	n, err := s.commitPut(ctx, &putReq{stmt: stmt, args: args})
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("store: %s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}
+
 func (s *sqliteStore) CreateThread(ctx context.Context, t *store.ThreadRecord) error {
 	if err := store.CheckThreadRecord(t, time.Now()); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO thread_records (id, tenant, metadata, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING`,
+	err := s.groupedRow(ctx, "create thread "+t.ID, s.createThread,
 		t.ID, t.Tenant, blob(t.Metadata), t.CreatedAt.UnixNano(), t.UpdatedAt.UnixNano())
-	if err := oneRow(res, err, "create thread "+t.ID); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return store.ConflictRecord("thread", t.ID)
-		}
-		return err
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ConflictRecord("thread", t.ID)
 	}
-	return nil
+	return err
 }
 
 func (s *sqliteStore) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
@@ -90,9 +111,7 @@ func (s *sqliteStore) UpdateThread(ctx context.Context, t *store.ThreadRecord) e
 	if updated.IsZero() {
 		updated = time.Now()
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE thread_records SET metadata = ?2, updated_at = ?3 WHERE id = ?1`,
-		t.ID, blob(t.Metadata), updated.UnixNano())
-	return oneRow(res, err, "thread "+t.ID)
+	return s.groupedRow(ctx, "thread "+t.ID, s.updateThread, t.ID, blob(t.Metadata), updated.UnixNano())
 }
 
 func (s *sqliteStore) DeleteThread(ctx context.Context, id string) error {
@@ -128,6 +147,9 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store
 	if err := store.CheckRunRecord(r, time.Now()); err != nil {
 		return nil, false, err
 	}
+	if r.IdempotencyKey == "" {
+		return s.createRunGrouped(ctx, r)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -142,8 +164,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store
 			return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
 		}
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING`,
+	res, err := tx.ExecContext(ctx, sqliteCreateRun,
 		r.ID, r.Thread, r.Tenant, r.Assistant, r.Status, r.MultitaskStrategy, r.IdempotencyKey,
 		blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
 	if err := oneRow(res, err, "create run "+r.ID); errors.Is(err, store.ErrNotFound) {
@@ -154,9 +175,28 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store
 	if err := tx.Commit(); err != nil {
 		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
+	return createdRun(r), true, nil
+}
+
+// createRunGrouped creates a run without an idempotency key in the group
+// commit.
+func (s *sqliteStore) createRunGrouped(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
+	err := s.groupedRow(ctx, "create run "+r.ID, s.createRun, r.ID, r.Thread, r.Tenant, r.Assistant, r.Status,
+		r.MultitaskStrategy, r.IdempotencyKey, blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, store.ConflictRecord("run", r.ID)
+	} else if err != nil {
+		return nil, false, err
+	}
+	return createdRun(r), true, nil
+}
+
+// createdRun is the run r as the store keeps it: its times to the
+// nanosecond, in UTC.
+func createdRun(r *store.RunRecord) *store.RunRecord {
 	c := *r
 	c.CreatedAt, c.UpdatedAt = time.Unix(0, r.CreatedAt.UnixNano()).UTC(), time.Unix(0, r.UpdatedAt.UnixNano()).UTC()
-	return &c, true, nil
+	return &c
 }
 
 func (s *sqliteStore) Run(ctx context.Context, id string) (*store.RunRecord, error) {
@@ -217,8 +257,7 @@ func scanRun(row interface{ Scan(...any) error }) (*store.RunRecord, error) {
 }
 
 func (s *sqliteStore) SetRunStatus(ctx context.Context, id, status string) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1`, id, status, time.Now().UnixNano())
-	return oneRow(res, err, "run "+id)
+	return s.groupedRow(ctx, "run "+id, s.setRunStatus, id, status, time.Now().UnixNano())
 }
 
 func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {

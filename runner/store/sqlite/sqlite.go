@@ -155,7 +155,8 @@ WHERE id > ?1 ORDER BY id LIMIT ?2`
 
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
 // connection, so they are serialized in the process without a lock of
-// ours; Puts and lease writes are committed in groups (batch.go). Reads use r, whose connections
+// ours; Puts, lease writes, event appends and the writes of thread records
+// and runs are committed in groups (batch.go). Reads use r, whose connections
 // read concurrently under WAL.
 type sqliteStore struct {
 	w, r                   *sql.DB
@@ -163,8 +164,11 @@ type sqliteStore struct {
 	load, history, threads *sql.Stmt
 	threadsAfter           *sql.Stmt
 	acquire, renew         *sql.Stmt
-	appends                appendStmts
-	group                  store.Group[*putReq]
+	// the writes of thread records and runs that join the group commit
+	createThread, updateThread *sql.Stmt
+	createRun, setRunStatus    *sql.Stmt
+	appends                    appendStmts
+	group                      store.Group[*putReq]
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -218,6 +222,8 @@ func (s *sqliteStore) init(path, busy string) error {
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads, s.threadsAfter = prepare(s.r, sqliteThreads), prepare(s.r, sqliteThreadsAfter)
 	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
+	s.createThread, s.updateThread = prepare(s.w, sqliteCreateThread), prepare(s.w, sqliteUpdateThread)
+	s.createRun, s.setRunStatus = prepare(s.w, sqliteCreateRun), prepare(s.w, sqliteSetRunStatus)
 	return err
 }
 
@@ -411,7 +417,8 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
 	err := s.appends.close()
-	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew} {
+	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew,
+		s.createThread, s.updateThread, s.createRun, s.setRunStatus} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}
