@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
@@ -13,18 +14,51 @@ import (
 // for the JSON-like values of a state; other values go through
 // json.Marshal.
 func encodeJSON(v any) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 256), v)
+	return MarshalJSON(v)
 }
 
-// appendJSON appends the encoding of v to b.
-func appendJSON(b []byte, v any) ([]byte, error) {
+// MarshalJSON encodes v as json.Marshal does, without its reflection for
+// the JSON-like values of a state (maps, lists, strings, numbers,
+// booleans); other values go through json.Marshal.
+func MarshalJSON(v any) ([]byte, error) {
+	return AppendJSON(make([]byte, 0, 256), v, true)
+}
+
+// AppendJSON appends the encoding of v to b as a json.Encoder with
+// SetEscapeHTML(escapeHTML) writes it, without the newline: as
+// MarshalJSON, without reflection for JSON-like values.
+func AppendJSON(b []byte, v any, escapeHTML bool) ([]byte, error) {
+	return jsonEncoder{escapeHTML: escapeHTML}.append(b, v)
+}
+
+// jsonEncoder encodes JSON-like values; escapeHTML says whether strings
+// escape <, > and &, as encoding/json does by default.
+type jsonEncoder struct{ escapeHTML bool }
+
+// marshal encodes v with encoding/json.
+func (e jsonEncoder) marshal(b []byte, v any) ([]byte, error) {
+	if e.escapeHTML {
+		out, err := json.Marshal(v)
+		return append(b, out...), err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return b, err
+	}
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+}
+
+// append appends the encoding of v to b.
+func (e jsonEncoder) append(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case string:
-		return appendString(b, x)
+		return e.appendString(b, x)
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case int:
@@ -32,25 +66,23 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	case float64:
 		return appendFloat(b, x, v)
 	case []any:
-		return appendList(b, x)
+		return e.appendList(b, x)
 	case map[string]any:
-		return appendObject(b, x)
+		return e.appendObject(b, x)
 	case State:
-		return appendObject(b, x)
+		return e.appendObject(b, x)
 	case Update:
-		return appendObject(b, x)
+		return e.appendObject(b, x)
 	}
-	out, err := json.Marshal(v)
-	return append(b, out...), err
+	return e.marshal(b, v)
 }
 
 // appendString appends s quoted; a string with a character encoding/json
 // escapes goes through it.
-func appendString(b []byte, s string) ([]byte, error) {
+func (e jsonEncoder) appendString(b []byte, s string) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			out, err := json.Marshal(s)
-			return append(b, out...), err
+			return e.marshal(b, s)
 		}
 	}
 	b = append(b, '"')
@@ -73,24 +105,24 @@ func appendFloat(b []byte, f float64, v any) ([]byte, error) {
 	return strconv.AppendFloat(b, f, 'f', -1, 64), nil
 }
 
-func appendList(b []byte, list []any) ([]byte, error) {
+func (e jsonEncoder) appendList(b []byte, list []any) ([]byte, error) {
 	if list == nil {
 		return append(b, "null"...), nil
 	}
 	b = append(b, '[')
-	for i, e := range list {
+	for i, v := range list {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendJSON(b, e); err != nil {
+		if b, err = e.append(b, v); err != nil {
 			return b, err
 		}
 	}
 	return append(b, ']'), nil
 }
 
-func appendObject(b []byte, m map[string]any) ([]byte, error) {
+func (e jsonEncoder) appendObject(b []byte, m map[string]any) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
@@ -106,11 +138,11 @@ func appendObject(b []byte, m map[string]any) ([]byte, error) {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = appendString(b, k); err != nil {
+		if b, err = e.appendString(b, k); err != nil {
 			return b, err
 		}
 		b = append(b, ':')
-		if b, err = appendJSON(b, m[k]); err != nil {
+		if b, err = e.append(b, m[k]); err != nil {
 			return b, err
 		}
 	}

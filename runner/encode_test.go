@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -26,6 +27,27 @@ func TestEncodeJSON(t *testing.T) {
 	for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"f": func() {}}} {
 		if _, err := encodeJSON(v); err == nil {
 			t.Errorf("encodeJSON(%T): no error", v)
+		}
+		if _, err := AppendJSON(nil, v, false); err == nil {
+			t.Errorf("AppendJSON(%T, no HTML escapes): no error", v)
+		}
+	}
+}
+
+// TestAppendJSONNoHTMLEscape: without HTML escapes, AppendJSON writes
+// what a json.Encoder with SetEscapeHTML(false) does, less its newline.
+func TestAppendJSONNoHTMLEscape(t *testing.T) {
+	for _, v := range []any{
+		"plain", "<tag> & \"q\" \\ \n é \u2028", map[string]any{"<k>": []any{"a&b", 1.5, nil}},
+		State{"m": map[string]any{"x": "<y>"}}, []string{"<typed>"},
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		got, err := AppendJSON([]byte("prefix "), v, false)
+		if err != nil || string(got) != "prefix "+string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Errorf("AppendJSON(%#v) = %s, %v; want %s", v, got, err, want.Bytes())
 		}
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +83,7 @@ func (l *liveRun) ended() bool {
 // add appends an event of run, its data as JSON, to events; one whose
 // data does not marshal is logged and left out.
 func (s *Server) add(events []store.EventInput, run, event string, data any) []store.EventInput {
-	raw, err := json.Marshal(data)
+	raw, err := runner.MarshalJSON(data)
 	if err != nil {
 		s.cfg.Log.Error("run event not saved", "run", run, "event", event, "err", err)
 		return events

@@ -60,11 +60,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = encodeJSON(w, v)
 }
 
-// encodeJSON writes v as JSON to a response already begun.
+// encodeJSON writes v as JSON, then a newline, to a response already
+// begun, as a json.Encoder without HTML escapes does.
 func encodeJSON(w http.ResponseWriter, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	b, err := runner.AppendJSON(make([]byte, 0, 1024), v, false)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // decodeBody decodes a JSON request body into v; an empty body leaves v

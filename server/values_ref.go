@@ -67,5 +67,5 @@ func (s *Server) resolveValues(ctx context.Context, raw json.RawMessage) (json.R
 	if err != nil {
 		return nil, fmt.Errorf("the values of checkpoint %d: %w", ref.Checkpoint, err)
 	}
-	return json.Marshal(outValues(ts.State))
+	return runner.MarshalJSON(outValues(ts.State))
 }
