@@ -13,8 +13,10 @@ import (
 // the checkpoint whose state it shows, written when no stream reads the
 // run as it goes: a reader rebuilds it from that checkpoint
 // (resolveEvents), so a replay shows what a live stream would have.
-// References are written only while the server prunes no history
-// (Config.Retention unset): a checkpoint a reference names is then kept.
+// References are written only for checkpoints written before the step's
+// event (durability sync) and while the server prunes no history
+// (Config.Retention unset): the checkpoint a reference names is then in
+// the store, and stays there.
 const valuesRef = "values@checkpoint"
 
 // valuesRefData is a valuesRef event's data.
@@ -26,9 +28,12 @@ type valuesRefData struct {
 }
 
 // byReference reports whether l's values events may be stored as
-// references: no stream reads them live and nothing prunes checkpoints.
+// references: no stream reads them live, each step's checkpoint is in the
+// store before its event (an async run's may be queued still) and
+// nothing prunes checkpoints.
 func (s *Server) byReference(l *liveRun) bool {
-	return l.readers.Load() == 0 && s.cfg.Retention == (runner.Retention{})
+	sync := l.g.Durability == "" || l.g.Durability == runner.DurabilitySync
+	return l.readers.Load() == 0 && sync && s.cfg.Retention == (runner.Retention{})
 }
 
 // emitValuesRef queues the values event of checkpoint id as a reference;

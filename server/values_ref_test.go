@@ -82,6 +82,20 @@ func TestValuesWholeUnderRetention(t *testing.T) {
 	}
 }
 
+// TestValuesWholeUnlessSync: a run whose checkpoints may reach the store
+// after their events (durability async) stores its values whole.
+func TestValuesWholeUnlessSync(t *testing.T) {
+	async := stepsGraph()
+	async.Durability = runner.DurabilityAsync
+	e := newEnv(t, func(c *server.Config) { c.Graphs["async"] = async })
+	e.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
+	id := e.call("POST", "/threads/t/runs", map[string]any{"assistant_id": "async", "stream_mode": "values"}, 200)["run_id"].(string)
+	e.waitStatus("t", id, "success")
+	if stored := e.storedEvents(id); contains(stored, "values@checkpoint") || !contains(stored, "values") {
+		t.Errorf("stored events of an async run = %v, want whole values", stored)
+	}
+}
+
 // TestHeldEventsWritten: a run nobody reads holds its steps' events for
 // at most a moment: those of a step before a node that blocks are in the
 // store while the run goes on.
