@@ -189,17 +189,17 @@ func TestTerminatedConnections(t *testing.T) {
 func TestTerminatedGroupCommits(t *testing.T) {
 	db := newTestDB(t)
 	s := db.open(t)
-	const writers, puts = 16, 40
+	const writers, puts = 16, 60
 	done := make(chan struct{})
 	var killed atomic.Int64
 	var killer sync.WaitGroup
 	killer.Go(func() {
 		for {
+			killed.Add(int64(db.terminate(t)))
 			select {
 			case <-done:
 				return
-			case <-time.After(40 * time.Millisecond):
-				killed.Add(int64(db.terminate(t)))
+			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	})
