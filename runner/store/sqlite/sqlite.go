@@ -33,6 +33,12 @@ import (
 // B-tree: a Put appends to the table's last page and adds a short entry
 // to checkpoints_key, instead of inserting a whole row (splitting pages,
 // overflowing large blobs) in the middle of a tree ordered by thread.
+//
+// Version 5: the threads row is written when a thread's status changes
+// (or its pipeline), no longer at every step of a run: a running
+// thread's steps and time are read from its newest checkpoint
+// (sqliteSummaries), and a step's Put writes the checkpoint and its key,
+// not the thread's row and its place in threads_updated as well.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -112,6 +118,19 @@ CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints BEGIN
 		status = excluded.status, steps = excluded.steps,
 		last_id = excluded.last_id, updated_at = excluded.updated_at;
 END;
+`, `
+DROP TRIGGER checkpoints_thread;
+CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints
+WHEN NEW.status != 'running' OR NOT EXISTS (SELECT 1 FROM threads
+	WHERE id = NEW.thread AND status = 'running' AND pipeline = NEW.pipeline)
+BEGIN
+	INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
+	VALUES (NEW.thread, NEW.pipeline, NEW.status, NEW.step, NEW.id, NEW.created_at)
+	ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline,
+		status = excluded.status, steps = excluded.steps,
+		last_id = excluded.last_id, updated_at = excluded.updated_at;
+END;
+CREATE INDEX threads_running ON threads (id) WHERE status = 'running';
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
@@ -145,13 +164,24 @@ const sqliteHistory = `SELECT ` + sqliteColumns + ` FROM checkpoints WHERE threa
 const sqliteColumns = `thread, id, parent, step, node, next, status,
 	pipeline, config_hash, tenant, created_at, interrupt, meta`
 
-// sqliteThreads lists threads, newest first; ?1 < 0 means no limit.
-const sqliteThreads = `SELECT id, pipeline, status, steps, updated_at FROM threads
+// sqliteSummaries selects threads as store.Thread: a running thread's
+// steps and time from its newest checkpoint, the others' from their row
+// (written at their last change of status).
+const sqliteSummaries = `SELECT t.id, t.pipeline, t.status,
+	coalesce(c.step, t.steps) AS steps, coalesce(c.created_at, t.updated_at) AS updated_at
+FROM threads t LEFT JOIN checkpoints c ON t.status = 'running' AND c.thread = t.id
+	AND c.id = (SELECT max(id) FROM checkpoints WHERE thread = t.id)`
+
+// sqliteThreads lists threads, newest first; ?1 < 0 means no limit: the
+// first of those at rest, by threads_updated, merged with the running.
+const sqliteThreads = `SELECT * FROM (
+	SELECT * FROM (` + sqliteSummaries + ` WHERE t.status != 'running' ORDER BY t.updated_at DESC, t.id LIMIT ?1)
+	UNION ALL
+	SELECT * FROM (` + sqliteSummaries + ` WHERE t.status = 'running'))
 ORDER BY updated_at DESC, id LIMIT ?1`
 
 // sqliteThreadsAfter lists threads by ID after ?1; ?2 < 0 means no limit.
-const sqliteThreadsAfter = `SELECT id, pipeline, status, steps, updated_at FROM threads
-WHERE id > ?1 ORDER BY id LIMIT ?2`
+const sqliteThreadsAfter = sqliteSummaries + ` WHERE t.id > ?1 ORDER BY t.id LIMIT ?2`
 
 // sqliteStore is the SQLite store.Store. Writes go through w, a pool of one
 // connection, so they are serialized in the process without a lock of

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"put stamps a zero created_at", testStamp},
 		{"history omits writes and snapshot", testHistory},
 		{"threads are newest first, limited", testThreads},
+		{"a running thread shows its newest step", testThreadsRunning},
 		{"threads after a cursor page by id", testThreadsAfter},
 		{"concurrent puts to different threads", testConcurrentThreads},
 		{"concurrent puts of one id: one wins", testConcurrentConflict},
@@ -335,6 +336,44 @@ func testThreads(t *testing.T, s store.Store) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Threads(%d) =\n%+v\nwant\n%+v", tc.limit, got, tc.want)
 		}
+	}
+}
+
+// testThreadsRunning: a thread's summary follows each step of a run,
+// in Threads' order and in ThreadsAfter, whether or not its status
+// changed.
+func testThreadsRunning(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(thread string, id int64, at time.Duration, status string) {
+		cp := Checkpoint(thread, id, id == 1)
+		cp.CreatedAt, cp.Status = base.Add(at), status
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatalf("Put(%s/%d): %v", thread, id, err)
+		}
+	}
+	summary := func(id, status string, steps int, at time.Duration) store.Thread {
+		return store.Thread{ID: id, Pipeline: "pipe", Status: status, Steps: steps, UpdatedAt: base.Add(at)}
+	}
+	put("x", 1, 1*time.Second, "running")
+	put("y", 1, 2*time.Second, "running")
+	put("x", 2, 3*time.Second, "running")
+	put("z", 1, 4*time.Second, "completed")
+	put("x", 3, 5*time.Second, "running")
+	x, y, z := summary("x", "running", 3, 5*time.Second), summary("y", "running", 1, 2*time.Second), summary("z", "completed", 1, 4*time.Second)
+	for limit, want := range map[int][]store.Thread{0: {x, z, y}, 1: {x}, 2: {x, z}} {
+		if got, err := s.Threads(ctx, limit); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Threads(%d) =\n%+v, %v\nwant\n%+v", limit, got, err, want)
+		}
+	}
+	if got, err := s.ThreadsAfter(ctx, "", 0); err != nil || !reflect.DeepEqual(got, []store.Thread{x, y, z}) {
+		t.Errorf("ThreadsAfter = %+v, %v; want %+v", got, err, []store.Thread{x, y, z})
+	}
+	put("x", 4, 6*time.Second, "completed")
+	put("y", 2, 7*time.Second, "running")
+	want := []store.Thread{summary("y", "running", 2, 7*time.Second), summary("x", "completed", 4, 6*time.Second), z}
+	if got, err := s.Threads(ctx, 0); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after x completed, Threads =\n%+v, %v\nwant\n%+v", got, err, want)
 	}
 }
 
