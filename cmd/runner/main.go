@@ -40,7 +40,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	stopProfile, err := startCPUProfile()
+	if err == nil {
+		err = root.Execute()
+		stopProfile()
+	}
 	var ee *exitError
 	switch {
 	case err == nil:

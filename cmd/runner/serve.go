@@ -78,11 +78,6 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(err)
 	}
 	defer st.Close()
-	stopProfile, err := startCPUProfile()
-	if err != nil {
-		return usageErr(err)
-	}
-	defer stopProfile()
 	format, _ := cmd.Flags().GetString("log-format")
 	log, err := newLogger(cmd.ErrOrStderr(), format)
 	if err != nil {
