@@ -37,18 +37,30 @@ func seqID(_ string, seq int64) string { return strconv.FormatInt(seq, 10) }
 
 // relay writes a run's persisted events, then the live ones as they
 // come; it reports whether it wrote the run's end, false when the client
-// went away or the stream reached its maximum duration first. A run not
-// live here has all its events persisted already, unless it runs on
-// another server sharing the store: its events are then polled every
-// remotePoll until it ends. One rolled back may be deleted before its
-// stream reads its end.
+// went away or the stream reached its maximum duration first. A run that
+// has ended and is not live here has all its events persisted already;
+// one pending or running but not live here runs on another server
+// sharing the store, or is being admitted here: its events are polled
+// every remotePoll, and the relay follows it live once it is admitted
+// here. One rolled back may be deleted before its stream reads its end.
 func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
-	run, l, after := in.run, in.l, in.after
-	if l != nil {
-		s.attach(l)
-		defer l.detach()
+	run, after := in.run, in.after
+	var l *liveRun
+	follow := func(live *liveRun) {
+		if l = live; l != nil {
+			s.attach(l)
+		}
 	}
+	follow(in.l)
+	defer func() {
+		if l != nil {
+			l.detach()
+		}
+	}()
 	for {
+		if l == nil {
+			follow(s.liveRun(run))
+		}
 		wake, final := s.nextWake(ctx, run, l)
 		evs, err := s.runs.Events(ctx, run, after)
 		if err == nil {
@@ -92,13 +104,13 @@ func (s *Server) kept(ctx context.Context, evs []store.RunEvent, keep func(event
 }
 
 // nextWake is what a relay of run waits on for more events: the live
-// run's change, or, for a run on another server, the next poll; final
-// when every event the run will have is persisted.
+// run's change, or, for a run not live here, the next poll; final when
+// every event the run will have is persisted.
 func (s *Server) nextWake(ctx context.Context, run string, l *liveRun) (<-chan struct{}, bool) {
 	if l != nil {
 		return l.changed(), l.ended()
 	}
-	if !s.runsElsewhere(ctx, run) {
+	if !s.unended(ctx, run) {
 		return nil, true
 	}
 	c := make(chan struct{})
@@ -131,14 +143,14 @@ func (s *Server) idle(ctx context.Context, sw *streamWriter, wake <-chan struct{
 // server.
 const remotePoll = 200 * time.Millisecond
 
-// runsElsewhere reports whether run is pending or running on another
-// server, not a ghost (reap).
-func (s *Server) runsElsewhere(ctx context.Context, run string) bool {
+// unended reports whether run is pending or running, not a ghost (reap):
+// on another server, or here once admitted.
+func (s *Server) unended(ctx context.Context, run string) bool {
 	rec, err := s.runs.Run(ctx, run)
 	if err == nil {
 		rec, err = s.reap(ctx, rec)
 	}
-	return err == nil && (rec.Status == store.RunPending || rec.Status == store.RunRunning) && s.liveRun(run) == nil
+	return err == nil && (rec.Status == store.RunPending || rec.Status == store.RunRunning)
 }
 
 // streamWriter is an open event stream with its heartbeat and its

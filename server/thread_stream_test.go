@@ -102,3 +102,23 @@ func TestThreadStream(t *testing.T) {
 	}
 	e.call("GET", "/threads/"+id+"/stream?stream_mode=lifecycle", nil, 422)
 }
+
+// TestThreadStreamFollowsEveryRun starts runs one after another while a
+// thread stream reads: it relays each from its metadata to its end, even
+// one it finds created but not yet admitted (the relay then follows it
+// live once it is).
+func TestThreadStreamFollowsEveryRun(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	evs, stop := e.openStream("/threads/" + id + "/stream")
+	const runs = 20
+	for range runs {
+		run := e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "steps", "stream_mode": "updates"}, 200)["run_id"].(string)
+		e.call("GET", "/threads/"+id+"/runs/"+run+"/join", nil, 200)
+	}
+	got := e.untilEnds(evs, runs)
+	stop()
+	if n := len(got); n != runs*5 {
+		t.Errorf("%d events, want %d: metadata, 3 updates and the end of each run", n, runs*5)
+	}
+}
