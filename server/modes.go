@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/runner-dev/runner/runner"
 )
 
@@ -21,10 +20,13 @@ import (
 // modeEvents queues the tasks, checkpoints and events mode events of ev;
 // the caller holds l.emitMu.
 func (s *Server) modeEvents(l *liveRun, ev runner.Event) {
+	if !l.q.wants("tasks") && !l.q.wants("checkpoints") && !l.q.wants("events") {
+		return
+	}
 	d, _ := ev.Data.(map[string]any)
 	switch ev.Type {
 	case runner.EventNodeStart:
-		l.modes.task = uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%s/%d", l.rec.ID, ev.Node, ev.Step)).String()
+		l.modes.task = taskUUID(l.rec.Thread, ev.Step, ev.Node)
 	case runner.EventLLMCall:
 		l.modes.model = fmt.Sprint(d["model"])
 	}
@@ -67,11 +69,7 @@ func taskEvent(task string, ev runner.Event) map[string]any {
 		if intr == nil {
 			return nil
 		}
-		var list []any
-		for _, it := range intr.Leaves() {
-			list = append(list, interruptJSON(it))
-		}
-		return result(map[string]any{}, nil, list)
+		return result(map[string]any{}, nil, interruptList(intr))
 	case runner.EventError:
 		if ev.Node == "" {
 			return nil
@@ -93,8 +91,7 @@ func checkpointEvent(thread string, ev runner.Event) map[string]any {
 	next, tasks := []string{}, []any{}
 	if n, _ := d["next"].(string); n != "" && n != runner.End {
 		next = []string{n}
-		tasks = []any{map[string]any{"id": uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%d/%s", thread, ev.Step, n)).String(),
-			"name": n, "interrupts": []any{}}}
+		tasks = []any{map[string]any{"id": taskUUID(thread, ev.Step, n), "name": n, "interrupts": []any{}}}
 	}
 	return map[string]any{"config": map[string]any{"configurable": checkpointRef(thread, id)},
 		"parent_config": parentConfig, "values": outValues(ev.State), "next": next, "tasks": tasks,

@@ -36,6 +36,10 @@ func TestStreamModesTasksCheckpointsEvents(t *testing.T) {
 	if intrs, _ := gateEnd["interrupts"].([]any); gateEnd["name"] != "gate" || len(intrs) != 1 || gateEnd["id"] != tasks[2]["id"] {
 		t.Errorf("gate's result = %v, want its interrupt", gateEnd)
 	}
+	st := e.call("GET", "/threads/modes/state", nil, 200)
+	if stTasks, _ := st["tasks"].([]any); len(stTasks) != 1 || stTasks[0].(map[string]any)["id"] != gateEnd["id"] {
+		t.Errorf("the thread's task = %v, want the tasks mode's id of gate, %v", st["tasks"], gateEnd["id"])
+	}
 
 	cps := by["checkpoints"]
 	if len(cps) == 0 {

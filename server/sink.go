@@ -79,11 +79,7 @@ func (s *Server) streamEvent(l *liveRun, ev runner.Event) {
 		if intr == nil {
 			return
 		}
-		var list []any
-		for _, it := range intr.Leaves() {
-			list = append(list, interruptJSON(it))
-		}
-		body := map[string]any{"__interrupt__": list}
+		body := map[string]any{"__interrupt__": interruptList(intr)}
 		for _, mode := range []string{"updates", "values"} {
 			if l.q.wants(mode) {
 				s.emitLocked(l, mode, body)

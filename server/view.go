@@ -157,21 +157,32 @@ func parseCheckpoint(s string) (int64, error) {
 var interruptNS = uuid.MustParse("6ba7b812-9dad-11d1-80b4-00c04fd430c8")
 
 // taskID names the step a thread stands at, stable while it stands
-// there: it derives from the thread, the step and the node.
-func taskID(ts *runner.ThreadState) string {
-	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%d/%s", ts.Thread, ts.Step, ts.Next)).String()
+// there: the task of its next node at its step.
+func taskID(ts *runner.ThreadState) string { return taskUUID(ts.Thread, ts.Step, ts.Next) }
+
+// taskUUID is the id of the task of node at step of thread, the same in
+// a thread's state and in the run's tasks, checkpoints and events modes.
+func taskUUID(thread string, step int, node string) string {
+	return uuid.NewSHA1(interruptNS, fmt.Appendf(nil, "task/%s/%d/%s", thread, step, node)).String()
 }
 
-// interruptsOf lists the interrupts a thread waits on, as [{value, id}]
-// with the runtime's interrupt IDs: several when its parallel branches
-// paused, each answered by command.resume {id: value}.
+// interruptsOf lists the interrupts a thread waits on (interruptList).
 func interruptsOf(ts *runner.ThreadState) []any {
-	if ts == nil || ts.Interrupt == nil {
+	if ts == nil {
 		return []any{}
 	}
-	var out []any
-	for _, it := range ts.Interrupt.Leaves() {
-		out = append(out, interruptJSON(it))
+	return interruptList(ts.Interrupt)
+}
+
+// interruptList lists intr's interrupts as [{value, id}] with the
+// runtime's interrupt IDs: several when parallel branches paused, each
+// answered by command.resume {id: value}; empty for none.
+func interruptList(intr *runner.Interrupt) []any {
+	out := []any{}
+	if intr != nil {
+		for _, it := range intr.Leaves() {
+			out = append(out, interruptJSON(it))
+		}
 	}
 	return out
 }
