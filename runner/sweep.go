@@ -121,16 +121,18 @@ func (e *Engine) sweepThread(ctx context.Context, t store.Thread, ret Retention,
 }
 
 // acquire leases thread to the engine for ttl; when a retention sweep
-// holds it, it tries again until the sweep is done, at most sweepWait.
+// holds it, it tries again until the sweep is done, at most sweepWait on
+// the engine's clock.
 func (e *Engine) acquire(ctx context.Context, thread string, ttl time.Duration) (store.Lease, error) {
-	deadline := time.Now().Add(sweepWait)
+	clock := e.clock()
+	deadline := clock.Now().Add(sweepWait)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		l, err := e.Store.Acquire(ctx, thread, e.leaseOwner(), ttl)
 		var held *store.HeldError
-		if !errors.As(err, &held) || !strings.HasPrefix(held.Owner, sweeperPrefix) || time.Now().After(deadline) {
+		if !errors.As(err, &held) || !strings.HasPrefix(held.Owner, sweeperPrefix) || clock.Now().After(deadline) {
 			return l, err
 		}
-		if err := (RealClock{}).Sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return l, err
 		}
 	}
