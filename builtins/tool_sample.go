@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/runner-dev/runner/runner"
 )
@@ -16,8 +17,8 @@ import (
 //go:embed sample/transactions.json
 var sampleJSON string
 
-// sampleData is sampleJSON decoded; values are JSON-like (numbers as
-// json.Number until normalized).
+// sampleData is sampleJSON decoded, its numbers normalized (int64 or
+// float64).
 type sampleData struct {
 	Customers    []map[string]any    `json:"customers"`
 	KnownCases   []any               `json:"known_cases"`
@@ -51,7 +52,7 @@ func sampleTransactionContext(ctx context.Context, call *runner.ToolCall) (any, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s, err := loadSample()
+	s, err := sample()
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func sampleTransactionContext(ctx context.Context, call *runner.ToolCall) (any, 
 	if t == nil {
 		return nil, runner.Permanent(fmt.Errorf("transaction %q is not in the sample (known: %s)", id, strings.Join(s.ids(), ", ")))
 	}
-	return map[string]any{"context": runner.NormalizeJSON(map[string]any{
+	return map[string]any{"context": runner.CloneJSON(map[string]any{
 		"transaction":         t.Transaction,
 		"customer":            s.customer(t.CustomerID),
 		"recent_transactions": t.Recent,
@@ -68,9 +69,9 @@ func sampleTransactionContext(ctx context.Context, call *runner.ToolCall) (any, 
 	})}, nil
 }
 
-// loadSample decodes a fresh copy of the sample, so that no call sees
-// another's changes.
-func loadSample() (*sampleData, error) {
+// sample is the bundled sample, decoded once; a call answers with a copy
+// of its parts (runner.CloneJSON), so that no call sees another's changes.
+var sample = sync.OnceValues(func() (*sampleData, error) {
 	dec := json.NewDecoder(strings.NewReader(sampleJSON))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
@@ -78,8 +79,16 @@ func loadSample() (*sampleData, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("bundled sample: %w", err)
 	}
+	for i, c := range s.Customers {
+		s.Customers[i] = runner.NormalizeJSON(c).(map[string]any)
+	}
+	for i, t := range s.Transactions {
+		s.Transactions[i].Transaction = runner.NormalizeJSON(t.Transaction).(map[string]any)
+		s.Transactions[i].Recent = runner.NormalizeJSON(t.Recent).([]any)
+	}
+	s.KnownCases = runner.NormalizeJSON(s.KnownCases).([]any)
 	return &s, nil
-}
+})
 
 func (s *sampleData) transaction(id string) *sampleTransaction {
 	for i := range s.Transactions {

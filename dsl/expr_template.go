@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Template is a text with embedded expressions, such as a prompt:
@@ -14,6 +15,7 @@ import (
 type Template struct {
 	text  string
 	parts []templatePart
+	size  atomic.Int64 // the length of the last rendering: the next one's first guess
 }
 
 // templatePart is a literal text or, if prog is set, an expression.
@@ -135,6 +137,7 @@ func (t *Template) Text() string { return t.text }
 // booleans as in JSON, lists and objects as JSON.
 func (t *Template) Render(vars map[string]any) (string, error) {
 	var b strings.Builder
+	b.Grow(int(t.size.Load()))
 	for _, p := range t.parts {
 		if p.prog == nil {
 			b.WriteString(p.lit)
@@ -146,6 +149,7 @@ func (t *Template) Render(vars map[string]any) (string, error) {
 		}
 		writeValue(&b, v)
 	}
+	t.size.Store(int64(b.Len()))
 	return b.String(), nil
 }
 

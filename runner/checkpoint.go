@@ -239,26 +239,6 @@ func decodeInto(data []byte, v any) error {
 	return nil
 }
 
-// cloneJSON deep-copies a JSON-like value (defaults must not be shared
-// between threads).
-func cloneJSON(v any) any {
-	switch x := v.(type) {
-	case []any:
-		out := make([]any, len(x))
-		for i := range x {
-			out[i] = cloneJSON(x[i])
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k := range x {
-			out[k] = cloneJSON(x[k])
-		}
-		return out
-	}
-	return v
-}
-
 // checkResumable refuses to resume a finished thread, or one whose
 // definitions changed (unless forced), naming what changed.
 func checkResumable(g *Graph, cps []*store.Checkpoint, force bool) error {

@@ -3,9 +3,11 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -21,7 +23,39 @@ func encodeJSON(v any) ([]byte, error) {
 // the JSON-like values of a state (maps, lists, strings, numbers,
 // booleans); other values go through json.Marshal.
 func MarshalJSON(v any) ([]byte, error) {
-	return AppendJSON(make([]byte, 0, 256), v, true)
+	p := scratch.Get().(*[]byte)
+	b, err := AppendJSON((*p)[:0], v, true)
+	out := bytes.Clone(b)
+	release(p, b)
+	return out, err
+}
+
+// WriteJSON writes the encoding of v and a newline to w, as a
+// json.Encoder with SetEscapeHTML(escapeHTML) does, in one Write.
+func WriteJSON(w io.Writer, v any, escapeHTML bool) error {
+	p := scratch.Get().(*[]byte)
+	b, err := AppendJSON((*p)[:0], v, escapeHTML)
+	if err == nil {
+		b = append(b, '\n')
+		_, err = w.Write(b)
+	}
+	release(p, b)
+	return err
+}
+
+// scratch holds the buffers MarshalJSON and WriteJSON encode into: a
+// state of some kilobytes grows a pooled buffer once, not a new one
+// each time (the doubling garbage was a fifth of a served run's
+// allocations).
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// release returns b, grown from *p, to scratch; a buffer past 1 MB is
+// left to the collector.
+func release(p *[]byte, b []byte) {
+	if cap(b) <= 1<<20 {
+		*p = b
+		scratch.Put(p)
+	}
 }
 
 // AppendJSON appends the encoding of v to b as a json.Encoder with

@@ -51,3 +51,26 @@ func TestAppendJSONNoHTMLEscape(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalJSONOwnsItsBytes: MarshalJSON and WriteJSON encode into
+// pooled buffers; what MarshalJSON returns is the caller's alone, and
+// WriteJSON writes what a json.Encoder without HTML escapes writes.
+func TestMarshalJSONOwnsItsBytes(t *testing.T) {
+	first, _ := MarshalJSON(map[string]any{"a": "first"})
+	for range 100 {
+		if _, err := MarshalJSON(map[string]any{"b": "a later, longer encoding"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(first) != `{"a":"first"}` {
+		t.Fatalf("an earlier encoding changed: %s", first)
+	}
+	var got, want bytes.Buffer
+	v := map[string]any{"<k>": "a&b"}
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	if err := WriteJSON(&got, v, false); err != nil || got.String() != want.String() {
+		t.Fatalf("WriteJSON = %q, %v; want %q", got.String(), err, want.String())
+	}
+}

@@ -149,7 +149,7 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 	}
 	for name, f := range r.Graph.Fields {
 		if f.PerTurn {
-			state[name] = cloneJSON(f.Default)
+			state[name] = CloneJSON(f.Default)
 		}
 	}
 	if state, err = merge(r.Graph, state, Update(input)); err != nil {
@@ -285,7 +285,7 @@ func checkInput(g *Graph, input map[string]any) (map[string]any, error) {
 func initialState(g *Graph, input map[string]any) (State, error) {
 	s := make(State, len(g.Fields))
 	for name, f := range g.Fields {
-		s[name] = cloneJSON(f.Default)
+		s[name] = CloneJSON(f.Default)
 	}
 	for k, v := range input {
 		if _, ok := g.Fields[k]; !ok {

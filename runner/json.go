@@ -67,6 +67,27 @@ func normalize(v any) (any, bool) {
 	return normalizeReflect(reflect.ValueOf(v))
 }
 
+// CloneJSON deep-copies a JSON-like value: its maps and lists are new,
+// so a change to the copy never shows in v (a field's default, shared
+// between threads; a tool's bundled data, shared between calls).
+func CloneJSON(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = CloneJSON(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k := range x {
+			out[k] = CloneJSON(x[k])
+		}
+		return out
+	}
+	return v
+}
+
 // normalizeList normalizes a list's items, copying it only if one changes.
 func normalizeList(l []any) (any, bool) {
 	var out []any

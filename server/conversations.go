@@ -18,10 +18,11 @@ import (
 // GET /conversations/{id}/stream streams a conversation's execution node
 // by node (node_end events, then done).
 
-// convEvent is one event of a conversation stream.
+// convEvent is one event of a conversation stream: its data is encoded
+// when a stream writes it, so a run nobody follows encodes nothing.
 type convEvent struct {
 	name string
-	data []byte
+	data any
 }
 
 // convRun is one execution of a conversation as its stream shows it; it
@@ -133,10 +134,9 @@ func (c *convRun) end(e runEnd) {
 }
 
 func (c *convRun) add(name string, v any) {
-	data, _ := json.Marshal(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events = append(c.events, convEvent{name, data})
+	c.events = append(c.events, convEvent{name, v})
 	close(c.wake)
 	c.wake = make(chan struct{})
 }
@@ -326,7 +326,8 @@ func (s *Server) followConversation(r *http.Request, sw *streamWriter, c *convRu
 		evs, ended, wake := c.since(n)
 		for _, ev := range evs {
 			n++
-			writeEvent(sw.w, strconv.Itoa(n), ev.name, ev.data)
+			data, _ := runner.MarshalJSON(ev.data)
+			writeEvent(sw.w, strconv.Itoa(n), ev.name, data)
 		}
 		if !sw.flush() || ended {
 			return

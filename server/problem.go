@@ -57,18 +57,7 @@ func asProblem(err error) *problem {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = encodeJSON(w, v)
-}
-
-// encodeJSON writes v as JSON, then a newline, to a response already
-// begun, as a json.Encoder without HTML escapes does.
-func encodeJSON(w http.ResponseWriter, v any) error {
-	b, err := runner.AppendJSON(make([]byte, 0, 1024), v, false)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+	_ = runner.WriteJSON(w, v, false)
 }
 
 // decodeBody decodes a JSON request body into v; an empty body leaves v

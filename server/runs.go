@@ -276,7 +276,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRe
 				writeJSON(w, http.StatusOK, l.final)
 				return nil
 			}
-			return encodeJSON(w, l.final)
+			return runner.WriteJSON(w, l.final, false)
 		case <-beat.C:
 			if !started {
 				w.Header().Set("Content-Type", "application/json")
