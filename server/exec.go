@@ -97,7 +97,6 @@ func (s *Server) start(l *liveRun) {
 	}()
 }
 
-// execute runs l to its end, persisting its status and events.
 // retain prunes a thread whose run completed to the configured retention,
 // as runner exec does.
 func (s *Server) retain(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string) {
@@ -109,6 +108,7 @@ func (s *Server) retain(ctx context.Context, e *runner.Engine, g *runner.Graph, 
 	}
 }
 
+// execute runs l to its end, persisting its status and events.
 func (s *Server) execute(l *liveRun) {
 	ctx := l.ctx
 	_ = s.runs.SetRunStatus(ctx, l.rec.ID, store.RunRunning)
