@@ -14,11 +14,13 @@ const maxBatch = 128
 // statement, stmt run with args, whose answer is the number of rows it
 // changed (for a RETURNING statement, the largest value it returned, 0
 // for no row). A statement that changes nothing fails alone, with nothing
-// written.
+// written but, for a thread's first Put, the thread's key (which no
+// reader sees without checkpoints).
 type putReq struct {
 	stmt      *sql.Stmt
 	args      []any
 	returning bool
+	key       string // a thread to give its key first (sqliteAddKey)
 }
 
 // commitPut commits a write in the group commit of concurrent writes
@@ -42,7 +44,7 @@ func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
 		return res
 	}
 	for i, req := range batch {
-		res[i].N, res[i].Err = req.exec(req.stmt)
+		res[i].N, res[i].Err = s.exec(req, func(stmt *sql.Stmt) *sql.Stmt { return stmt })
 	}
 	return res
 }
@@ -56,16 +58,22 @@ func (s *sqliteStore) inTx(batch []*putReq, res []store.Result) error {
 	}
 	defer tx.Rollback()
 	for i, req := range batch {
-		if res[i].N, err = req.exec(tx.Stmt(req.stmt)); err != nil {
+		if res[i].N, err = s.exec(req, tx.Stmt); err != nil {
 			return err
 		}
 	}
 	return tx.Commit()
 }
 
-// exec runs the write's statement as stmt (the statement itself, or
-// within a transaction).
-func (req *putReq) exec(stmt *sql.Stmt) (int64, error) {
+// exec runs the write's statements, each as bind has it (the statement
+// itself, or within a transaction).
+func (s *sqliteStore) exec(req *putReq, bind func(*sql.Stmt) *sql.Stmt) (int64, error) {
+	if req.key != "" {
+		if _, err := bind(s.addKey).Exec(req.key); err != nil {
+			return 0, err
+		}
+	}
+	stmt := bind(req.stmt)
 	if req.returning {
 		return largest(stmt.Query(req.args...))
 	}

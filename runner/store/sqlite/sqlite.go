@@ -39,6 +39,13 @@ import (
 // thread's steps and time are read from its newest checkpoint
 // (sqliteSummaries), and a step's Put writes the checkpoint and its key,
 // not the thread's row and its place in threads_updated as well.
+//
+// Version 6: checkpoints are keyed by (tkey, id), tkey a number
+// thread_keys gives each thread at its first checkpoint, in order,
+// instead of by the thread's id: the key entries of the threads running
+// at once sit side by side on a few pages, where random thread ids put
+// each on a page of its own, written again at every step (a third of the
+// pages a group commit wrote).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -131,34 +138,54 @@ BEGIN
 		last_id = excluded.last_id, updated_at = excluded.updated_at;
 END;
 CREATE INDEX threads_running ON threads (id) WHERE status = 'running';
+`, `
+CREATE TABLE thread_keys (
+	key INTEGER PRIMARY KEY,
+	id  TEXT NOT NULL UNIQUE
+);
+INSERT INTO thread_keys (id) SELECT thread FROM checkpoints GROUP BY thread ORDER BY min(seq);
+ALTER TABLE checkpoints ADD COLUMN tkey INTEGER NOT NULL DEFAULT 0;
+UPDATE checkpoints SET tkey = (SELECT key FROM thread_keys WHERE id = checkpoints.thread);
+DROP INDEX checkpoints_key;
+DROP INDEX checkpoints_snapshots;
+CREATE UNIQUE INDEX checkpoints_key ON checkpoints (tkey, id);
+CREATE INDEX checkpoints_snapshots ON checkpoints (tkey, id) WHERE snapshot IS NOT NULL;
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
 // and (by trigger) the threads row are one statement, hence one implicit
-// transaction that takes the write lock up front.
+// transaction that takes the write lock up front. The thread must have
+// its key (sqliteAddKey, run first for a thread's first checkpoint).
 const sqlitePut = `
-INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
+INSERT INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline,
 	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-WHERE ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = ?1), 0)
+SELECT k.key, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
+FROM thread_keys k WHERE k.id = ?1
+AND ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE tkey = k.key), 0)
 AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE thread = ?1))`
 
+// sqliteAddKey gives thread ?1 its key, if it has none.
+const sqliteAddKey = `INSERT INTO thread_keys (id) VALUES (?1) ON CONFLICT (id) DO NOTHING`
+
+// sqliteKey is the key of thread ?1 (NULL for none), as a subquery.
+const sqliteKey = `(SELECT key FROM thread_keys WHERE id = ?1)`
+
 // sqliteLastID is the thread's newest checkpoint ID, 0 for none.
-const sqliteLastID = `SELECT coalesce(max(id), 0) FROM checkpoints WHERE thread = ?1`
+const sqliteLastID = `SELECT coalesce(max(id), 0) FROM checkpoints WHERE tkey = ` + sqliteKey
 
 // sqliteLoad selects the checkpoints from the newest snapshot at or before
 // ?2 (or the first checkpoint) up to ?2, in one statement so one read
 // transaction sees them all.
 const sqliteLoad = `SELECT ` + sqliteColumns + `, writes, snapshot FROM checkpoints
-WHERE thread = ?1 AND id <= ?2 AND id >= coalesce((
+WHERE tkey = ` + sqliteKey + ` AND id <= ?2 AND id >= coalesce((
 	SELECT id FROM checkpoints INDEXED BY checkpoints_snapshots
-	WHERE thread = ?1 AND id <= ?2 AND snapshot IS NOT NULL
+	WHERE tkey = ` + sqliteKey + ` AND id <= ?2 AND snapshot IS NOT NULL
 	ORDER BY id DESC LIMIT 1), 1)
 ORDER BY id`
 
 // sqliteHistory selects a thread's checkpoints without writes and snapshot.
-const sqliteHistory = `SELECT ` + sqliteColumns + ` FROM checkpoints WHERE thread = ?1 ORDER BY id`
+const sqliteHistory = `SELECT ` + sqliteColumns + ` FROM checkpoints WHERE tkey = ` + sqliteKey + ` ORDER BY id`
 
 // sqliteColumns are the columns scanned by scanCheckpoint, in its order.
 const sqliteColumns = `thread, id, parent, step, node, next, status,
@@ -169,8 +196,8 @@ const sqliteColumns = `thread, id, parent, step, node, next, status,
 // (written at their last change of status).
 const sqliteSummaries = `SELECT t.id, t.pipeline, t.status,
 	coalesce(c.step, t.steps) AS steps, coalesce(c.created_at, t.updated_at) AS updated_at
-FROM threads t LEFT JOIN checkpoints c ON t.status = 'running' AND c.thread = t.id
-	AND c.id = (SELECT max(id) FROM checkpoints WHERE thread = t.id)`
+FROM threads t LEFT JOIN thread_keys k ON t.status = 'running' AND k.id = t.id
+LEFT JOIN checkpoints c ON c.tkey = k.key AND c.id = (SELECT max(id) FROM checkpoints WHERE tkey = k.key)`
 
 // sqliteThreads lists threads, newest first; ?1 < 0 means no limit: the
 // first of those at rest, by threads_updated, merged with the running.
@@ -190,7 +217,7 @@ const sqliteThreadsAfter = sqliteSummaries + ` WHERE t.id > ?1 ORDER BY t.id LIM
 // read concurrently under WAL.
 type sqliteStore struct {
 	w, r                   *sql.DB
-	put, lastID            *sql.Stmt
+	put, addKey, lastID    *sql.Stmt
 	load, history, threads *sql.Stmt
 	threadsAfter           *sql.Stmt
 	acquire, renew         *sql.Stmt
@@ -248,7 +275,7 @@ func (s *sqliteStore) init(path, busy string) error {
 		err = errors.Join(err, perr)
 		return stmt
 	}
-	s.put, s.lastID = prepare(s.w, sqlitePut), prepare(s.r, sqliteLastID)
+	s.put, s.addKey, s.lastID = prepare(s.w, sqlitePut), prepare(s.w, sqliteAddKey), prepare(s.r, sqliteLastID)
 	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads, s.threadsAfter = prepare(s.r, sqliteThreads), prepare(s.r, sqliteThreadsAfter)
 	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
@@ -290,9 +317,13 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := store.CheckPut(cp); err != nil {
 		return err
 	}
-	n, err := s.commitPut(ctx, &putReq{stmt: s.put, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	req := &putReq{stmt: s.put, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}})
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}}
+	if cp.ID == 1 {
+		req.key = cp.Thread
+	}
+	n, err := s.commitPut(ctx, req)
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
@@ -414,7 +445,9 @@ func (s *sqliteStore) listThreads(ctx context.Context, stmt *sql.Stmt, args ...a
 
 // sqliteDelete removes a thread and its children ("<thread>/...").
 const sqliteDelete = `
-DELETE FROM checkpoints WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';
+DELETE FROM checkpoints WHERE tkey IN (SELECT key FROM thread_keys
+	WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/');
+DELETE FROM thread_keys WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';
 DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';
 UPDATE leases SET expires_at = 0 WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';`
 
@@ -429,8 +462,8 @@ func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
 }
 
 // sqlitePrune removes the checkpoints below ?2, never the newest.
-const sqlitePrune = `DELETE FROM checkpoints WHERE thread = ?1
-AND id < min(?2, (SELECT max(id) FROM checkpoints WHERE thread = ?1))`
+const sqlitePrune = `DELETE FROM checkpoints WHERE tkey = ` + sqliteKey + `
+AND id < min(?2, (SELECT max(id) FROM checkpoints WHERE tkey = ` + sqliteKey + `))`
 
 func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) (int, error) {
 	if _, err := s.History(ctx, thread); err != nil {
@@ -447,7 +480,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
 	err := s.appends.close()
-	for _, stmt := range []*sql.Stmt{s.put, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew,
+	for _, stmt := range []*sql.Stmt{s.put, s.addKey, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew,
 		s.createThread, s.updateThread, s.createRun, s.setRunStatus} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
