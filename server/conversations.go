@@ -18,11 +18,28 @@ import (
 // GET /conversations/{id}/stream streams a conversation's execution node
 // by node (node_end events, then done).
 
-// convEvent is one event of a conversation stream: its data is encoded
-// when a stream writes it, so a run nobody follows encodes nothing.
+// convEvent is one event of a conversation stream, node_end or done: its
+// data is built and encoded when a stream writes it, so a run nobody
+// follows builds nothing.
 type convEvent struct {
-	name string
-	data any
+	name    string
+	node    string         // node_end: the node
+	status  string         // node_end: the state's status
+	tokens  int64          // node_end: the tokens used so far
+	message map[string]any // node_end: the step's last message, if any
+	done    map[string]any // done: its data
+}
+
+// data is the event's data as the stream writes it.
+func (e convEvent) data() map[string]any {
+	if e.name == "done" {
+		return map[string]any{"event": "done", "data": e.done}
+	}
+	d := map[string]any{"status": e.status, "tokens_used": e.tokens}
+	if e.message != nil {
+		d["message"] = e.message
+	}
+	return map[string]any{"event": "node_end", "node": e.node, "data": d}
 }
 
 // convRun is one execution of a conversation as its stream shows it; it
@@ -95,16 +112,14 @@ func (c *convRun) event(ev runner.Event) {
 	case ev.Thread != c.thread: // a child thread's steps are its node's
 	case ev.Type == runner.EventNodeEnd:
 		upd, _ := d["update"].(runner.Update)
-		c.mu.Lock()
-		data := map[string]any{"status": "running", "tokens_used": c.tokens}
-		c.mu.Unlock()
+		e := convEvent{name: "node_end", node: ev.Node, status: "running", message: lastMessage(upd[messagesField])}
 		if st, ok := upd["status"].(string); ok {
-			data["status"] = st
+			e.status = st
 		}
-		if m := lastMessage(upd[messagesField]); m != nil {
-			data["message"] = m
-		}
-		c.add("node_end", map[string]any{"event": "node_end", "node": ev.Node, "data": data})
+		c.mu.Lock()
+		e.tokens = c.tokens
+		c.mu.Unlock()
+		c.add(e)
 	case ev.Type == runner.EventDone:
 		if res, ok := ev.Data.(*runner.Result); ok {
 			c.mu.Lock()
@@ -127,16 +142,16 @@ func (c *convRun) end(e runEnd) {
 	if e.err != "" {
 		data["error"] = e.err
 	}
-	c.add("done", map[string]any{"event": "done", "data": data})
+	c.add(convEvent{name: "done", done: data})
 	c.mu.Lock()
 	c.ended = true
 	c.mu.Unlock()
 }
 
-func (c *convRun) add(name string, v any) {
+func (c *convRun) add(e convEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events = append(c.events, convEvent{name, v})
+	c.events = append(c.events, e)
 	close(c.wake)
 	c.wake = make(chan struct{})
 }
@@ -326,7 +341,7 @@ func (s *Server) followConversation(r *http.Request, sw *streamWriter, c *convRu
 		evs, ended, wake := c.since(n)
 		for _, ev := range evs {
 			n++
-			data, _ := runner.MarshalJSON(ev.data)
+			data, _ := runner.MarshalJSON(ev.data())
 			writeEvent(sw.w, strconv.Itoa(n), ev.name, data)
 		}
 		if !sw.flush() || ended {
