@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr/builtin"
@@ -216,6 +217,11 @@ func newExprProgram(prg *vm.Program, loops bool) *exprProgram {
 	return &exprProgram{prg: prg, loops: loops}
 }
 
+// vms are expr machines to reuse: a machine keeps its stack and scopes
+// between runs (a new one each evaluation was a tenth of a served run's
+// allocations).
+var vms = sync.Pool{New: func() any { return &vm.VM{MemoryBudget: ExprMemoryBudget} }}
+
 func (p *exprProgram) eval(vars map[string]any) (any, error) {
 	if p.loops { // a budget of its own for this evaluation
 		withBudget := make(map[string]any, len(vars)+1)
@@ -225,8 +231,9 @@ func (p *exprProgram) eval(vars map[string]any) (any, error) {
 		withBudget[budgetVar] = &exprBudget{deadline: time.Now().Add(ExprTimeLimit)}
 		vars = withBudget
 	}
-	m := vm.VM{MemoryBudget: ExprMemoryBudget}
+	m := vms.Get().(*vm.VM)
 	out, err := m.Run(p.prg, vars)
+	vms.Put(m)
 	if err != nil {
 		var fe *file.Error
 		if errors.As(err, &fe) {
