@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ulimit -n "$(ulimit -Hn)"
-bench() { go test . -run '^$' -bench BenchmarkServe -benchtime 1x -count 1 | grep -E 'serve_test.go|FAIL' || true; }
+bench() { go test . -run '^$' -bench 'BenchmarkServe$' -benchtime 1x -count 1 | grep -E 'serve_test.go|FAIL' || true; }
 echo "== runner serve, sqlite"; bench
 echo "== runner serve, memory"; BENCH_SERVE_STORE=memory: bench
 command -v npm >/dev/null || { echo "no npm: LangGraph.js not measured"; exit 0; }
