@@ -39,6 +39,7 @@ func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error)
 // statement's) and answers each; if the transaction fails, each write is
 // committed alone, so an error is only the failing write's.
 func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
+	defer s.ckpt.committed(len(batch))
 	res := make([]store.Result, len(batch))
 	if len(batch) > 1 && s.inTx(batch, res) == nil {
 		return res

@@ -226,6 +226,7 @@ type sqliteStore struct {
 	createRun, setRunStatus    *sql.Stmt
 	appends                    appendStmts
 	group                      store.Group[*putReq]
+	ckpt                       *checkpointer
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -238,11 +239,11 @@ func openSQLite(path string, opt options) (*sqliteStore, error) {
 	s.group = store.Group[*putReq]{Commit: s.commitBatch, Max: maxBatch}
 	var err error
 	s.w, err = sqlOpen(path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+
-		opt.sync+")&_txlock=immediate", 1)
+		opt.sync+")&_pragma=wal_autocheckpoint("+autocheckpoint(opt)+")&_txlock=immediate", 1)
 	if err != nil {
 		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
 	}
-	if err := s.init(path, busy); err != nil {
+	if err := s.init(path, busy, opt); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
 	}
@@ -261,7 +262,7 @@ func sqlOpen(dsn string, conns int) (*sql.DB, error) {
 }
 
 // init migrates the schema, opens the read pool and prepares statements.
-func (s *sqliteStore) init(path, busy string) error {
+func (s *sqliteStore) init(path, busy string, opt options) error {
 	if err := sqliteMigrate(s.w); err != nil {
 		return err
 	}
@@ -269,6 +270,11 @@ func (s *sqliteStore) init(path, busy string) error {
 	s.r, err = sqlOpen(path+"?"+busy+"&_pragma=query_only(1)", max(4, runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return err
+	}
+	if opt.sync == "NORMAL" {
+		if s.ckpt, err = startCheckpointer(path + "?" + busy); err != nil {
+			return err
+		}
 	}
 	prepare := func(db *sql.DB, query string) *sql.Stmt {
 		stmt, perr := db.Prepare(query)
@@ -485,6 +491,9 @@ func (s *sqliteStore) Close() error {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}
+	}
+	if s.ckpt != nil {
+		err = errors.Join(err, s.ckpt.close())
 	}
 	for _, db := range []*sql.DB{s.r, s.w} {
 		if db != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,5 +162,41 @@ func TestSQLiteMigrateV1(t *testing.T) {
 	var version int
 	if err := s.(*sqliteStore).w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(sqliteMigrations) {
 		t.Errorf("user_version = %d, %v; want %d", version, err, len(sqliteMigrations))
+	}
+}
+
+// TestWALCheckpointedInBackground: with sync=normal the store's
+// checkpointer copies the log into the database file as writes go on,
+// before the log reaches the 4,000 pages at which the writer checkpoints
+// (3*walWrites small Puts are some 3,100 pages), and the log restarts
+// instead of growing (8*walWrites make a 35 MB log without checkpoints).
+func TestWALCheckpointedInBackground(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runner.db")
+	s := openTest(t, path)
+	size := func(name string) int64 {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	empty := size(path)
+	ctx := context.Background()
+	put := func(from, to int) {
+		for i := from; i <= to; i++ {
+			if err := s.Put(ctx, storetest.Checkpoint("t", int64(i), false)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(1, 3*walWrites)
+	for deadline := time.Now().Add(10 * time.Second); size(path) < empty+64<<10; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file holds %d bytes after %d Puts, %d before: no checkpoint copied the log into it", size(path), 3*walWrites, empty)
+		}
+	}
+	put(3*walWrites+1, 8*walWrites)
+	if wal := size(path + "-wal"); wal > 20<<20 {
+		t.Errorf("the log is %d bytes, want it restarted within 4,000 pages (< 20 MB)", wal)
 	}
 }
