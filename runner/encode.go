@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -114,15 +115,69 @@ func (e jsonEncoder) append(b []byte, v any) ([]byte, error) {
 // appendString appends s quoted; a string with a character encoding/json
 // escapes goes through it.
 func (e jsonEncoder) appendString(b []byte, s string) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return e.marshal(b, s)
-		}
+	safe := &plain
+	if e.escapeHTML {
+		safe = &plainHTML
 	}
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0 // s[start:i] is yet to be appended as it is
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safe[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // other control characters, and <, >, & when escaping HTML
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			switch r {
+			case utf8.RuneError:
+				b = append(b, `\ufffd`...)
+			default: // JavaScript's line separators
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			}
+			start = i + size
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"'), nil
 }
+
+// hexDigits are the digits of \u escapes, as encoding/json writes them.
+const hexDigits = "0123456789abcdef"
+
+// plain and plainHTML say which ASCII characters stand in a JSON string
+// as they are, without and with HTML escapes.
+var plain, plainHTML = func() (t, html [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+		html[c] = t[c] && c != '<' && c != '>' && c != '&'
+	}
+	return t, html
+}()
 
 // appendFloat appends f as encoding/json does: integers and numbers of
 // moderate size in decimal, others in exponent form; NaN and infinities
@@ -156,27 +211,33 @@ func (e jsonEncoder) appendList(b []byte, list []any) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// field is a map entry, sorted by key to be encoded.
+type field struct {
+	k string
+	v any
+}
+
 func (e jsonEncoder) appendObject(b []byte, m map[string]any) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+	var buf [16]field
+	fields := buf[:0]
+	for k, v := range m {
+		fields = append(fields, field{k, v})
 	}
-	slices.Sort(keys)
+	slices.SortFunc(fields, func(a, b field) int { return strings.Compare(a.k, b.k) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, f := range fields {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = e.appendString(b, k); err != nil {
+		if b, err = e.appendString(b, f.k); err != nil {
 			return b, err
 		}
 		b = append(b, ':')
-		if b, err = e.append(b, m[k]); err != nil {
+		if b, err = e.append(b, f.v); err != nil {
 			return b, err
 		}
 	}

@@ -7,13 +7,22 @@ import (
 	"testing"
 )
 
+// controls holds every ASCII control character and DEL.
+var controls = func() string {
+	var b []byte
+	for c := range 0x20 {
+		b = append(b, 'x', byte(c))
+	}
+	return string(append(b, 0x7f))
+}()
+
 // TestEncodeJSON: the checkpoint encoder writes what encoding/json does.
 func TestEncodeJSON(t *testing.T) {
 	type rec struct {
 		A int `json:"a"`
 	}
 	for _, v := range []any{
-		nil, true, "plain", "<tag> & \"q\" \\ \n é \u2028", int64(-42), 7, 0.0, 1.5, -2e-7, 3e21, 1e20, 123456789.125,
+		nil, true, "plain", "<tag> & \"q\" \\ \n é \u2028", controls, "bad \xff\xfe utf-8 \u2029 €", int64(-42), 7, 0.0, 1.5, -2e-7, 3e21, 1e20, 123456789.125,
 		[]any{}, []any(nil), map[string]any{}, map[string]any(nil),
 		State{"b": []any{int64(1), "x", map[string]any{"z": nil, "a": false}}, "a": rec{A: 1}, "é": 1},
 		Update{"n": 1}, []string{"typed"},
@@ -38,7 +47,7 @@ func TestEncodeJSON(t *testing.T) {
 // what a json.Encoder with SetEscapeHTML(false) does, less its newline.
 func TestAppendJSONNoHTMLEscape(t *testing.T) {
 	for _, v := range []any{
-		"plain", "<tag> & \"q\" \\ \n é \u2028", map[string]any{"<k>": []any{"a&b", 1.5, nil}},
+		"plain", "<tag> & \"q\" \\ \n é \u2028", controls, "bad \xff utf-8 \u2029", map[string]any{"<k>": []any{"a&b", 1.5, nil}},
 		State{"m": map[string]any{"x": "<y>"}}, []string{"<typed>"},
 	} {
 		var want bytes.Buffer
