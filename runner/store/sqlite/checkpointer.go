@@ -20,7 +20,8 @@ const walWrites = 500
 type checkpointer struct {
 	db     *sql.DB
 	writes atomic.Int64
-	wake   chan struct{}
+	wake   chan struct{} // never closed: a commit may still come after close
+	stop   chan struct{}
 	done   chan struct{}
 }
 
@@ -31,7 +32,7 @@ func startCheckpointer(dsn string) (*checkpointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpointer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c, nil
 }
@@ -73,14 +74,19 @@ func (c *checkpointer) committed(n int) {
 
 func (c *checkpointer) run() {
 	defer close(c.done)
-	for range c.wake {
-		_, _ = c.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+	for {
+		select {
+		case <-c.wake:
+			_, _ = c.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-c.stop:
+			return
+		}
 	}
 }
 
 // close stops the checkpointer and closes its connection.
 func (c *checkpointer) close() error {
-	close(c.wake)
+	close(c.stop)
 	<-c.done
 	return c.db.Close()
 }

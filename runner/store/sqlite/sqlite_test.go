@@ -200,3 +200,20 @@ func TestWALCheckpointedInBackground(t *testing.T) {
 		t.Errorf("the log is %d bytes, want it restarted within 4,000 pages (< 20 MB)", wal)
 	}
 }
+
+// TestPutAfterClose: a Put that comes after the store closed fails; it
+// does not bring the process down.
+func TestPutAfterClose(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "runner.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= walWrites+1; i++ {
+		if err := s.Put(context.Background(), storetest.Checkpoint("t", int64(i), false)); err == nil {
+			t.Fatalf("Put %d after Close: no error", i)
+		}
+	}
+}
