@@ -50,11 +50,14 @@ var holdCheckpoints atomic.Bool
 // checkpointer's fsyncs beside the writer's made each commit slower
 // (1.4×), so the writer checkpoints alone, at SQLite's 1,000 pages.
 func autocheckpoint(opt options) string {
-	if opt.sync == "FULL" {
-		return "1000"
+	if background(opt) {
+		return "4000"
 	}
-	return "4000"
+	return "1000"
 }
+
+// background says whether a checkpointer runs beside the writer.
+func background(opt options) bool { return opt.sync != "FULL" }
 
 // committed counts n writes the writer committed, waking the
 // checkpointer every walWrites; a nil checkpointer does nothing.

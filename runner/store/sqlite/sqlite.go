@@ -271,7 +271,7 @@ func (s *sqliteStore) init(path, busy string, opt options) error {
 	if err != nil {
 		return err
 	}
-	if opt.sync == "NORMAL" {
+	if background(opt) {
 		if s.ckpt, err = startCheckpointer(path + "?" + busy); err != nil {
 			return err
 		}
