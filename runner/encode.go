@@ -93,7 +93,7 @@ func (e jsonEncoder) append(b []byte, v any) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case string:
-		return e.appendString(b, x)
+		return e.appendString(b, x), nil
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case int:
@@ -112,9 +112,10 @@ func (e jsonEncoder) append(b []byte, v any) ([]byte, error) {
 	return e.marshal(b, v)
 }
 
-// appendString appends s quoted; a string with a character encoding/json
-// escapes goes through it.
-func (e jsonEncoder) appendString(b []byte, s string) ([]byte, error) {
+// appendString appends s quoted and escaped as encoding/json does:
+// control characters, quotes and backslashes, <, > and & when escaping
+// HTML, U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
+func (e jsonEncoder) appendString(b []byte, s string) []byte {
 	safe := &plain
 	if e.escapeHTML {
 		safe = &plainHTML
@@ -163,7 +164,7 @@ func (e jsonEncoder) appendString(b []byte, s string) ([]byte, error) {
 		i += size
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"'), nil
+	return append(b, '"')
 }
 
 // hexDigits are the digits of \u escapes, as encoding/json writes them.
@@ -232,11 +233,8 @@ func (e jsonEncoder) appendObject(b []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
+		b = append(e.appendString(b, f.k), ':')
 		var err error
-		if b, err = e.appendString(b, f.k); err != nil {
-			return b, err
-		}
-		b = append(b, ':')
 		if b, err = e.append(b, f.v); err != nil {
 			return b, err
 		}
