@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -26,7 +30,7 @@ func BenchmarkPut(b *testing.B) {
 }
 
 // walPuts is how many Puts walBytesPerPut measures: few enough that the
-// WAL is not checkpointed (1,000 pages) in between.
+// writer does not checkpoint the WAL in between (WALBytes).
 const walPuts = 100
 
 // walBytesPerPut Puts walPuts small checkpoints on thread t into an empty
@@ -45,6 +49,49 @@ func walBytesPerPut(b *testing.B, s store.Store, path string) float64 {
 		b.Fatal(err)
 	}
 	return float64(n) / walPuts
+}
+
+// BenchmarkConcurrentPuts Puts from 32 writers at once, each on a thread
+// of its own named by a random UUID, as an API's clients name threads; it
+// reports the WAL written a Put, which the key order of the checkpoints
+// decides (a key per thread in order: the writers' entries share pages).
+func BenchmarkConcurrentPuts(b *testing.B) {
+	const writers = 32
+	path := filepath.Join(b.TempDir(), "s.db")
+	s := openBench(b, path)
+	threads := make([]string, writers)
+	next := make([]atomic.Int64, writers)
+	for i := range threads {
+		threads[i] = uuid.NewString()
+	}
+	put := func(w int) {
+		id := next[w].Add(1)
+		cp := &store.Checkpoint{Thread: threads[w], ID: id, Parent: id - 1, Node: "agent", Status: "running",
+			Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123", CreatedAt: time.Now()}
+		if err := s.Put(context.Background(), cp); err != nil {
+			b.Error(err)
+		}
+	}
+	together := func(perWriter int) {
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for range perWriter {
+					put(w)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	together(4) // every thread has checkpoints, as in a running server
+	const walRounds = 10
+	n, err := WALBytes(path, func() { together(walRounds) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	together(max(1, b.N/writers))
+	b.ReportMetric(float64(n)/(walRounds*writers), "wal-B/put")
 }
 
 // BenchmarkPutLargeState documents that a Put costs what the step wrote,

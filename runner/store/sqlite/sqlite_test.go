@@ -217,3 +217,45 @@ func TestPutAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadKeysInOrder: threads get their keys in the order of their
+// first checkpoints, whatever their ids (so the key entries of threads
+// running at once sit together); a deleted thread's key goes with it,
+// and the thread started again gets a new one, after the others.
+func TestThreadKeysInOrder(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "runner.db"))
+	ctx := context.Background()
+	keyOrder := func() []string {
+		rows, err := s.(*sqliteStore).r.Query(`SELECT id FROM thread_keys ORDER BY key`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	for _, id := range []string{"zz", "aa", "mm"} {
+		if err := s.Put(ctx, storetest.Checkpoint(id, 1, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := keyOrder(); !slices.Equal(got, []string{"zz", "aa", "mm"}) {
+		t.Fatalf("keys in the order %v, want the order of the first checkpoints", got)
+	}
+	if err := s.Delete(ctx, "aa"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, storetest.Checkpoint("aa", 1, false)); err != nil {
+		t.Fatal(err)
+	}
+	if got := keyOrder(); !slices.Equal(got, []string{"zz", "mm", "aa"}) {
+		t.Fatalf("keys after a delete and a new start: %v, want [zz mm aa]", got)
+	}
+}
