@@ -101,9 +101,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	var err error
 	if snap {
 		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
-		cp.Snapshot, err = encodeJSON(c.state)
+		cp.Snapshot, err = MarshalJSON(c.state)
 	} else if c.writes != nil {
-		cp.Writes, err = encodeJSON(c.writes)
+		cp.Writes, err = MarshalJSON(c.writes)
 	}
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)

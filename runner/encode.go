@@ -12,14 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-// encodeJSON encodes a checkpoint's state or writes as encoding/json
-// does (map keys sorted, HTML characters escaped), without its reflection
-// for the JSON-like values of a state; other values go through
-// json.Marshal.
-func encodeJSON(v any) ([]byte, error) {
-	return MarshalJSON(v)
-}
-
 // MarshalJSON encodes v as json.Marshal does, without its reflection for
 // the JSON-like values of a state (maps, lists, strings, numbers,
 // booleans); other values go through json.Marshal.

@@ -28,14 +28,14 @@ func TestEncodeJSON(t *testing.T) {
 		Update{"n": 1}, []string{"typed"},
 	} {
 		want, _ := json.Marshal(v)
-		got, err := encodeJSON(v)
+		got, err := MarshalJSON(v)
 		if err != nil || string(got) != string(want) {
-			t.Errorf("encodeJSON(%#v) = %s, %v; want %s", v, got, err, want)
+			t.Errorf("MarshalJSON(%#v) = %s, %v; want %s", v, got, err, want)
 		}
 	}
 	for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"f": func() {}}} {
-		if _, err := encodeJSON(v); err == nil {
-			t.Errorf("encodeJSON(%T): no error", v)
+		if _, err := MarshalJSON(v); err == nil {
+			t.Errorf("MarshalJSON(%T): no error", v)
 		}
 		if _, err := AppendJSON(nil, v, false); err == nil {
 			t.Errorf("AppendJSON(%T, no HTML escapes): no error", v)
