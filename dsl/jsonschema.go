@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -82,12 +83,43 @@ func leafErrors(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	return out
 }
 
-// toSchemaJSON round-trips v through JSON so that it holds what the schema
-// library expects: json.Numbers, []any and map[string]any.
+// toSchemaJSON returns v as the schema library takes it: v itself when it
+// holds only nil, bools, strings, finite numbers, []any and
+// map[string]any (what decoded JSON and expressions give), else v
+// round-tripped through JSON.
 func toSchemaJSON(v any) (any, error) {
+	if schemaReady(v) {
+		return v, nil
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	return jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+}
+
+// schemaReady reports whether v holds only values the schema library
+// validates as they are.
+func schemaReady(v any) bool {
+	switch v := v.(type) {
+	case nil, bool, string, json.Number, int, int64:
+		return true
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0)
+	case []any:
+		for _, e := range v {
+			if !schemaReady(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !schemaReady(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

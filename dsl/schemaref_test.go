@@ -1,7 +1,9 @@
 package dsl_test
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,4 +165,47 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestCheckTakesGoValues: Check judges a value the same whether it holds
+// decoded JSON (json.Number), Go's own numbers, or types only JSON
+// turns into the schema's (typed slices and maps, structs); a NaN is
+// refused, not validated.
+func TestCheckTakesGoValues(t *testing.T) {
+	s, err := dsl.CompileJSONSchema(map[string]any{
+		"type":     "object",
+		"required": []any{"n"},
+		"properties": map[string]any{
+			"n":    map[string]any{"type": "integer", "minimum": 1},
+			"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"at":   map[string]any{"type": "object", "required": []any{"x"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		value any
+		want  string // "" valid, else a substring of the error
+	}{
+		{"json.Number", map[string]any{"n": json.Number("3")}, ""},
+		{"int", map[string]any{"n": 3}, ""},
+		{"int64 below the minimum", map[string]any{"n": int64(0)}, "/n"},
+		{"whole float64", map[string]any{"n": 3.0}, ""},
+		{"fractional float64", map[string]any{"n": 2.5}, "/n"},
+		{"[]string", map[string]any{"n": 1, "tags": []string{"a", "b"}}, ""},
+		{"[]int where strings go", map[string]any{"n": 1, "tags": []int{1}}, "/tags/0"},
+		{"a struct", map[string]any{"n": 1, "at": struct{ X int }{1}}, "/at"},
+		{"map[string]string", map[string]string{"n": "1"}, "/n"},
+		{"NaN", map[string]any{"n": math.NaN()}, "NaN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Check(tt.value)
+			if got := errString(err); tt.want == "" && err != nil || tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("Check(%v) = %q, want %q", tt.value, got, tt.want)
+			}
+		})
+	}
 }
