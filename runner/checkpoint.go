@@ -99,11 +99,21 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		m.Usage, m.Budget = r.meter.record(snap)
 	}
 	var err error
+	var held *[]byte // the scratch buffer the state's JSON sits in while written
+	defer func() { freeScratch(held) }()
+	encode := func(v any) ([]byte, error) {
+		if deferred { // written later: its own copy
+			return MarshalJSON(v)
+		}
+		p, err := encodeScratch(v) // Put keeps a copy
+		held = p
+		return *p, err
+	}
 	if snap {
 		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
-		cp.Snapshot, err = MarshalJSON(c.state)
+		cp.Snapshot, err = encode(c.state)
 	} else if c.writes != nil {
-		cp.Writes, err = MarshalJSON(c.writes)
+		cp.Writes, err = encode(c.writes)
 	}
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)

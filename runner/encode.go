@@ -23,6 +23,23 @@ func MarshalJSON(v any) ([]byte, error) {
 	return out, err
 }
 
+// encodeScratch encodes v as MarshalJSON does into a scratch buffer,
+// for bytes needed only until a call returns, as Store.Put's (the store
+// keeps a copy); freeScratch gives the buffer back.
+func encodeScratch(v any) (*[]byte, error) {
+	p := scratch.Get().(*[]byte)
+	b, err := AppendJSON((*p)[:0], v, true)
+	*p = b
+	return p, err
+}
+
+// freeScratch gives back a buffer of encodeScratch (nil: none).
+func freeScratch(p *[]byte) {
+	if p != nil {
+		release(p, *p)
+	}
+}
+
 // WriteJSON writes the encoding of v and a newline to w, as a
 // json.Encoder with SetEscapeHTML(escapeHTML) does, in one Write.
 func WriteJSON(w io.Writer, v any, escapeHTML bool) error {
