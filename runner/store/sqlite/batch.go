@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"io"
 
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -11,13 +14,13 @@ import (
 const maxBatch = 128
 
 // putReq is a write: a Put, or a lease's Acquire, Renew or Release: one
-// statement, stmt run with args, whose answer is the number of rows it
+// statement, query run with args, whose answer is the number of rows it
 // changed (for a RETURNING statement, the largest value it returned, 0
 // for no row). A statement that changes nothing fails alone, with nothing
 // written but, for a thread's first Put, the thread's key (which no
 // reader sees without checkpoints).
 type putReq struct {
-	stmt      *sql.Stmt
+	query     string
 	args      []any
 	returning bool
 	key       string // a thread to give its key first (sqliteAddKey)
@@ -41,48 +44,180 @@ func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error)
 func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
 	defer s.ckpt.committed(len(batch))
 	res := make([]store.Result, len(batch))
-	if len(batch) > 1 && s.inTx(batch, res) == nil {
-		return res
-	}
-	for i, req := range batch {
-		res[i].N, res[i].Err = s.exec(req, func(stmt *sql.Stmt) *sql.Stmt { return stmt })
+	err := s.onWriter(func(w *writer) {
+		if len(batch) > 1 && w.inTx(batch, res) == nil {
+			return
+		}
+		for i, req := range batch {
+			res[i].N, res[i].Err = w.exec(req)
+		}
+	})
+	if err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
 	}
 	return res
 }
 
-// inTx runs the writes of batch in one transaction and sets the answer
-// of each.
-func (s *sqliteStore) inTx(batch []*putReq, res []store.Result) error {
-	tx, err := s.w.Begin()
+// writer runs the group's writes on the driver connection under the
+// writer pool's one connection, with the statements it prepared there:
+// database/sql's wrappers and conversions around each statement were a
+// tenth of what a served run allocated. Only a group's leader uses it,
+// one at a time (store.Group).
+type writer struct {
+	conn  driverConn
+	stmts map[string]driver.Stmt // by query
+	args  []driver.NamedValue    // a statement's, reused
+	row   []driver.Value         // a RETURNING row, reused
+}
+
+// driverConn is what the writer needs of the driver's connection.
+type driverConn interface {
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+}
+
+// onWriter runs f with the writer on the pool's connection; its
+// statements are prepared again if the pool replaced the connection.
+func (s *sqliteStore) onWriter(f func(*writer)) error {
+	conn, err := s.w.Conn(context.Background())
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(driverConn)
+		if !ok {
+			return fmt.Errorf("sqlite: the driver's connection %T cannot begin or prepare", dc)
+		}
+		if s.wr.conn != c {
+			s.wr = writer{conn: c, stmts: map[string]driver.Stmt{}}
+		}
+		f(&s.wr)
+		return nil
+	})
+}
+
+// inTx runs the writes of batch in one transaction and sets the answer
+// of each.
+func (w *writer) inTx(batch []*putReq, res []store.Result) error {
+	tx, err := w.conn.BeginTx(context.Background(), driver.TxOptions{})
+	if err != nil {
+		return err
+	}
 	for i, req := range batch {
-		if res[i].N, err = s.exec(req, tx.Stmt); err != nil {
+		if res[i].N, err = w.exec(req); err != nil {
+			_ = tx.Rollback()
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return nil
 }
 
-// exec runs the write's statements, each as bind has it (the statement
-// itself, or within a transaction).
-func (s *sqliteStore) exec(req *putReq, bind func(*sql.Stmt) *sql.Stmt) (int64, error) {
+// exec runs the write's statements: the thread's key first, when it
+// asks for one.
+func (w *writer) exec(req *putReq) (int64, error) {
 	if req.key != "" {
-		if _, err := bind(s.addKey).Exec(req.key); err != nil {
+		if _, err := w.run(sqliteAddKey, []any{req.key}, false); err != nil {
 			return 0, err
 		}
 	}
-	stmt := bind(req.stmt)
-	if req.returning {
-		return largest(stmt.Query(req.args...))
-	}
-	res, err := stmt.Exec(req.args...)
+	return w.run(req.query, req.args, req.returning)
+}
+
+// run runs query with args: the rows it changed, or for a RETURNING
+// query the largest value of its first column (0 for no row).
+func (w *writer) run(query string, args []any, returning bool) (int64, error) {
+	stmt, err := w.stmt(query)
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	if err := w.bind(args); err != nil {
+		return 0, err
+	}
+	ctx := context.Background()
+	if !returning {
+		res, err := stmt.(driver.StmtExecContext).ExecContext(ctx, w.args)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	rows, err := stmt.(driver.StmtQueryContext).QueryContext(ctx, w.args)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	if n := len(rows.Columns()); cap(w.row) < n {
+		w.row = make([]driver.Value, n)
+	} else {
+		w.row = w.row[:n]
+	}
+	var top int64
+	for {
+		switch err := rows.Next(w.row); {
+		case err == io.EOF:
+			return top, nil
+		case err != nil:
+			return 0, err
+		}
+		v, ok := w.row[0].(int64)
+		if !ok {
+			return 0, fmt.Errorf("sqlite: %q returned %T, not an integer", query, w.row[0])
+		}
+		top = max(top, v)
+	}
+}
+
+// stmt returns query prepared on the connection, at its first use.
+func (w *writer) stmt(query string) (driver.Stmt, error) {
+	if stmt := w.stmts[query]; stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := w.conn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[query] = stmt
+	return stmt, nil
+}
+
+// bind sets w.args to args as the driver takes them.
+func (w *writer) bind(args []any) error {
+	w.args = w.args[:0]
+	for i, a := range args {
+		v, err := driverValue(a)
+		if err != nil {
+			return fmt.Errorf("sqlite: parameter %d: %w", i+1, err)
+		}
+		w.args = append(w.args, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	return nil
+}
+
+// driverValue is a as the driver takes it: the types it binds as they
+// are, an int as an int64, anything else as database/sql converts it.
+func driverValue(a any) (driver.Value, error) {
+	switch a := a.(type) {
+	case nil, int64, float64, bool, []byte, string:
+		return a, nil
+	case int:
+		return int64(a), nil
+	}
+	return driver.DefaultParameterConverter.ConvertValue(a)
+}
+
+// close closes the writer's statements.
+func (w *writer) close() {
+	for _, stmt := range w.stmts {
+		_ = stmt.Close()
+	}
+	w.stmts = map[string]driver.Stmt{}
 }
 
 // largest is the largest of the values of rows' first column, 0 for no

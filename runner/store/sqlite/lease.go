@@ -34,7 +34,7 @@ func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl tim
 	now := time.Now()
 	l := store.Lease{Thread: thread, Owner: owner, Expires: now.Add(ttl).UTC()}
 	var err error
-	l.Token, err = s.commitPut(ctx, &putReq{stmt: s.acquire, returning: true,
+	l.Token, err = s.commitPut(ctx, &putReq{query: sqliteAcquire, returning: true,
 		args: []any{thread, owner, now.UnixNano(), l.Expires.UnixNano()}})
 	if err == nil && l.Token == 0 {
 		holder, _, expires, herr := s.holder(ctx, thread)
@@ -76,7 +76,7 @@ func (s *sqliteStore) Release(ctx context.Context, l store.Lease) error {
 // setExpiry sets the expiry of l if it is still the thread's lease, else
 // returns the store.ErrLeased naming who took it over.
 func (s *sqliteStore) setExpiry(ctx context.Context, l store.Lease, expires int64) error {
-	n, err := s.commitPut(ctx, &putReq{stmt: s.renew, args: []any{l.Thread, l.Token, expires}})
+	n, err := s.commitPut(ctx, &putReq{query: sqliteRenew, args: []any{l.Thread, l.Token, expires}})
 	if err != nil {
 		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, err)
 	}

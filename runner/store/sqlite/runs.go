@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -66,10 +65,19 @@ const (
 	sqliteSetRunStatus = `UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1`
 )
 
-// groupedRow commits stmt with args in the group commit; a write that
+// The reads of a thread record, a run and a run's events after a
+// sequence number: prepared once, as the API reads them at every run and
+// stream.
+const (
+	sqliteThreadRecord = `SELECT id, tenant, metadata, created_at, updated_at FROM thread_records WHERE id = ?1`
+	sqliteRun          = `SELECT ` + runColumns + ` FROM runs WHERE id = ?1`
+	sqliteEvents       = `SELECT seq, event, data, created_at FROM run_events WHERE run = ?1 AND seq > ?2 ORDER BY seq`
+)
+
+// groupedRow commits query with args in the group commit; a write that
 // changed no row is ErrNotFound for what.
-func (s *sqliteStore) groupedRow(ctx context.Context, what string, stmt *sql.Stmt, args ...any) error {
-	n, err := s.commitPut(ctx, &putReq{stmt: stmt, args: args})
+func (s *sqliteStore) groupedRow(ctx context.Context, what, query string, args ...any) error {
+	n, err := s.commitPut(ctx, &putReq{query: query, args: args})
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", what, err)
 	}
@@ -83,7 +91,7 @@ func (s *sqliteStore) CreateThread(ctx context.Context, t *store.ThreadRecord) e
 	if err := store.CheckThreadRecord(t, time.Now()); err != nil {
 		return err
 	}
-	err := s.groupedRow(ctx, "create thread "+t.ID, s.createThread,
+	err := s.groupedRow(ctx, "create thread "+t.ID, sqliteCreateThread,
 		t.ID, t.Tenant, blob(t.Metadata), t.CreatedAt.UnixNano(), t.UpdatedAt.UnixNano())
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ConflictRecord("thread", t.ID)
@@ -95,8 +103,7 @@ func (s *sqliteStore) Thread(ctx context.Context, id string) (*store.ThreadRecor
 	var t store.ThreadRecord
 	var created, updated int64
 	var meta []byte
-	err := s.r.QueryRowContext(ctx, `SELECT id, tenant, metadata, created_at, updated_at FROM thread_records WHERE id = ?1`, id).
-		Scan(&t.ID, &t.Tenant, &meta, &created, &updated)
+	err := s.threadRecord.QueryRowContext(ctx, id).Scan(&t.ID, &t.Tenant, &meta, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.RecordNotFound("thread", id)
 	} else if err != nil {
@@ -111,7 +118,7 @@ func (s *sqliteStore) UpdateThread(ctx context.Context, t *store.ThreadRecord) e
 	if updated.IsZero() {
 		updated = time.Now()
 	}
-	return s.groupedRow(ctx, "thread "+t.ID, s.updateThread, t.ID, blob(t.Metadata), updated.UnixNano())
+	return s.groupedRow(ctx, "thread "+t.ID, sqliteUpdateThread, t.ID, blob(t.Metadata), updated.UnixNano())
 }
 
 func (s *sqliteStore) DeleteThread(ctx context.Context, id string) error {
@@ -181,7 +188,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store
 // createRunGrouped creates a run without an idempotency key in the group
 // commit.
 func (s *sqliteStore) createRunGrouped(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
-	err := s.groupedRow(ctx, "create run "+r.ID, s.createRun, r.ID, r.Thread, r.Tenant, r.Assistant, r.Status,
+	err := s.groupedRow(ctx, "create run "+r.ID, sqliteCreateRun, r.ID, r.Thread, r.Tenant, r.Assistant, r.Status,
 		r.MultitaskStrategy, r.IdempotencyKey, blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, store.ConflictRecord("run", r.ID)
@@ -200,7 +207,7 @@ func createdRun(r *store.RunRecord) *store.RunRecord {
 }
 
 func (s *sqliteStore) Run(ctx context.Context, id string) (*store.RunRecord, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?1`, id))
+	r, err := scanRun(s.run.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.RecordNotFound("run", id)
 	} else if err != nil {
@@ -257,7 +264,7 @@ func scanRun(row interface{ Scan(...any) error }) (*store.RunRecord, error) {
 }
 
 func (s *sqliteStore) SetRunStatus(ctx context.Context, id, status string) error {
-	return s.groupedRow(ctx, "run "+id, s.setRunStatus, id, status, time.Now().UnixNano())
+	return s.groupedRow(ctx, "run "+id, sqliteSetRunStatus, id, status, time.Now().UnixNano())
 }
 
 func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
@@ -295,43 +302,6 @@ RETURNING seq`)
 	return b.String()
 }
 
-// appendStmts are the append statements prepared so far, by batch size.
-type appendStmts struct {
-	mu     sync.Mutex
-	bySize map[int]*sql.Stmt
-}
-
-// appendStmt returns the statement appending n events, prepared at its
-// first use.
-func (s *sqliteStore) appendStmt(n int) (*sql.Stmt, error) {
-	a := &s.appends
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if stmt := a.bySize[n]; stmt != nil {
-		return stmt, nil
-	}
-	stmt, err := s.w.Prepare(sqliteAppend(n))
-	if err != nil {
-		return nil, err
-	}
-	if a.bySize == nil {
-		a.bySize = map[int]*sql.Stmt{}
-	}
-	a.bySize[n] = stmt
-	return stmt, nil
-}
-
-// close closes the prepared statements.
-func (a *appendStmts) close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var err error
-	for _, stmt := range a.bySize {
-		err = errors.Join(err, stmt.Close())
-	}
-	return err
-}
-
 func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
 	if len(events) == 0 {
 		return 0, nil
@@ -356,11 +326,7 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []sto
 // appendGrouped appends events, at most sqliteBatch, in the group commit;
 // it returns the last one's Seq, 0 for an unknown run.
 func (s *sqliteStore) appendGrouped(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
-	stmt, err := s.appendStmt(len(events))
-	if err != nil {
-		return 0, err
-	}
-	return s.commitPut(ctx, &putReq{stmt: stmt, args: appendArgs(run, events, now), returning: true})
+	return s.commitPut(ctx, &putReq{query: sqliteAppend(len(events)), args: appendArgs(run, events, now), returning: true})
 }
 
 // appendChunked appends events in chunks of sqliteBatch, in one
@@ -392,8 +358,7 @@ func appendArgs(run string, events []store.EventInput, now int64) []any {
 }
 
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, event, data, created_at FROM run_events
-		WHERE run = ?1 AND seq > ?2 ORDER BY seq`, run, after)
+	rows, err := s.events.QueryContext(ctx, run, after)
 	if err != nil {
 		return nil, fmt.Errorf("store: run %q: events: %w", run, err)
 	}

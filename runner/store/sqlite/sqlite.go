@@ -216,17 +216,14 @@ const sqliteThreadsAfter = sqliteSummaries + ` WHERE t.id > ?1 ORDER BY t.id LIM
 // and runs are committed in groups (batch.go). Reads use r, whose connections
 // read concurrently under WAL.
 type sqliteStore struct {
-	w, r                   *sql.DB
-	put, addKey, lastID    *sql.Stmt
-	load, history, threads *sql.Stmt
-	threadsAfter           *sql.Stmt
-	acquire, renew         *sql.Stmt
-	// the writes of thread records and runs that join the group commit
-	createThread, updateThread *sql.Stmt
-	createRun, setRunStatus    *sql.Stmt
-	appends                    appendStmts
-	group                      store.Group[*putReq]
-	ckpt                       *checkpointer
+	w, r                  *sql.DB
+	lastID, load, history *sql.Stmt
+	threads, threadsAfter *sql.Stmt
+	// the reads of a thread record, a run and a run's events
+	threadRecord, run, events *sql.Stmt
+	wr                        writer // the group commit's (batch.go)
+	group                     store.Group[*putReq]
+	ckpt                      *checkpointer
 }
 
 // openSQLite opens (creating if needed) the SQLite store at path.
@@ -281,12 +278,9 @@ func (s *sqliteStore) init(path, busy string, opt options) error {
 		err = errors.Join(err, perr)
 		return stmt
 	}
-	s.put, s.addKey, s.lastID = prepare(s.w, sqlitePut), prepare(s.w, sqliteAddKey), prepare(s.r, sqliteLastID)
-	s.load, s.history = prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
+	s.lastID, s.load, s.history = prepare(s.r, sqliteLastID), prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads, s.threadsAfter = prepare(s.r, sqliteThreads), prepare(s.r, sqliteThreadsAfter)
-	s.acquire, s.renew = prepare(s.w, sqliteAcquire), prepare(s.w, sqliteRenew)
-	s.createThread, s.updateThread = prepare(s.w, sqliteCreateThread), prepare(s.w, sqliteUpdateThread)
-	s.createRun, s.setRunStatus = prepare(s.w, sqliteCreateRun), prepare(s.w, sqliteSetRunStatus)
+	s.threadRecord, s.run, s.events = prepare(s.r, sqliteThreadRecord), prepare(s.r, sqliteRun), prepare(s.r, sqliteEvents)
 	return err
 }
 
@@ -323,7 +317,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := store.CheckPut(cp); err != nil {
 		return err
 	}
-	req := &putReq{stmt: s.put, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	req := &putReq{query: sqlitePut, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}}
 	if cp.ID == 1 {
@@ -485,9 +479,11 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 
 // Close closes the statements and both pools.
 func (s *sqliteStore) Close() error {
-	err := s.appends.close()
-	for _, stmt := range []*sql.Stmt{s.put, s.addKey, s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.acquire, s.renew,
-		s.createThread, s.updateThread, s.createRun, s.setRunStatus} {
+	var err error
+	if s.w != nil {
+		err = s.onWriter((*writer).close)
+	}
+	for _, stmt := range []*sql.Stmt{s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.threadRecord, s.run, s.events} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}
