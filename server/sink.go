@@ -12,9 +12,9 @@ var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: t
 	runner.EventRule: true, runner.EventInterrupt: true, runner.EventCheckpoint: true, runner.EventError: true, runner.EventDone: true}
 
 // flushes are the runtime's events that end a step, or the run: the
-// step's events are then written, in one batch. Those that end the run
-// (or pause it) are written at once; a step's, at once while a stream
-// reads the run, else held with the next steps' for at most maxHold.
+// events so far are then written, in one batch, at once while a stream
+// reads the run, else held with the next ones for at most maxHold. A run
+// that ends sooner writes them with its end event (finish): one write.
 var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrupt: true, runner.EventError: true, runner.EventDone: true}
 
 // maxHold is the longest a run nobody reads keeps its events before
@@ -34,7 +34,7 @@ func (s *Server) sink(l *liveRun) runner.Sink {
 		s.streamEvent(l, ev)
 		switch {
 		case !flushes[ev.Type]:
-		case ev.Type != runner.EventCheckpoint || l.readers.Load() > 0:
+		case l.readers.Load() > 0:
 			s.flushLocked(l)
 		default:
 			s.holdLocked(l)
