@@ -45,6 +45,7 @@ func buildExprEnv(e *Env) *exprEnv {
 	ee.conf.WithEnv(vars)
 	ee.conf.Functions[tickFunc] = tick
 	ee.conf.Functions[equalFunc] = equal
+	ee.conf.Functions[memberFunc] = member
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
 	// which breaks on JSON numbers; expressions are small, so it is off.
@@ -106,7 +107,8 @@ func (c *compilation) compileExpr() evaluator {
 	}
 	c.checkResult(exprKind(tree.Node.Nature()), 0)
 	c.exprUnbounded(tree.Node)
-	if patchEquality(&tree.Node) {
+	equality := patchEquality(&tree.Node)
+	if patchMembers(&tree.Node) || equality {
 		if _, err := checker.Check(tree, &cfg); err != nil {
 			c.exprError(err, CodeExprType)
 			return nil
