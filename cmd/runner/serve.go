@@ -79,10 +79,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	defer st.Close()
 	format, _ := cmd.Flags().GetString("log-format")
-	log, err := newLogger(cmd.ErrOrStderr(), format)
+	log, logs, err := newLogger(cmd.ErrOrStderr(), format)
 	if err != nil {
 		return usageErr(err)
 	}
+	defer logs.Flush()
 	noAuth, _ := cmd.Flags().GetBool("no-auth")
 	if noAuth {
 		log.Warn("serving WITHOUT authentication (--no-auth): anyone who reaches the address can run every agent; for local development only")

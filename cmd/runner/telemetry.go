@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -13,15 +16,92 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// newLogger is serve's logger: JSON lines (the default) or text.
-func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+// newLogger is serve's logger: JSON lines (the default) or text, to w
+// through a logBuffer; Flush it before exiting.
+func newLogger(w io.Writer, format string) (*slog.Logger, *logBuffer, error) {
+	buf := &logBuffer{w: w}
+	var h slog.Handler
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		h = slog.NewJSONHandler(buf, nil)
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		h = slog.NewTextHandler(buf, nil)
+	default:
+		return nil, nil, fmt.Errorf("--log-format %q: want text or json", format)
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	return slog.New(flushAtWarn{h, buf}), buf, nil
+}
+
+// logBuffer holds log lines for w and writes them together, once the
+// first has waited logFlushAfter or logMaxBuffer bytes wait: a served
+// run's request line took a write of its own, a fiftieth of the run's
+// CPU. Warnings and errors are written at once (flushAtWarn).
+type logBuffer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	buf   []byte
+	timer *time.Timer // flushes the lines held; nil when none are
+}
+
+const (
+	logFlushAfter = 50 * time.Millisecond
+	logMaxBuffer  = 64 << 10
+)
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) >= logMaxBuffer {
+		return len(p), b.flushLocked()
+	}
+	if b.timer == nil {
+		b.timer = time.AfterFunc(logFlushAfter, func() { _ = b.Flush() })
+	}
+	return len(p), nil
+}
+
+// Flush writes the lines held.
+func (b *logBuffer) Flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.flushLocked()
+}
+
+func (b *logBuffer) flushLocked() error {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if len(b.buf) == 0 {
+		return nil
+	}
+	_, err := b.w.Write(b.buf)
+	b.buf = b.buf[:0]
+	return err
+}
+
+// flushAtWarn writes a warning or an error, and the lines held before
+// it, at once.
+type flushAtWarn struct {
+	slog.Handler
+	buf *logBuffer
+}
+
+func (h flushAtWarn) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level >= slog.LevelWarn {
+		err = errors.Join(err, h.buf.Flush())
+	}
+	return err
+}
+
+func (h flushAtWarn) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return flushAtWarn{h.Handler.WithAttrs(attrs), h.buf}
+}
+
+func (h flushAtWarn) WithGroup(name string) slog.Handler {
+	return flushAtWarn{h.Handler.WithGroup(name), h.buf}
 }
 
 // tracerProvider exports spans over OTLP/HTTP when the standard

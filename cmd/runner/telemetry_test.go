@@ -157,3 +157,41 @@ func serveAddresses(t *testing.T, stderr io.Reader) (api, metrics string) {
 	}
 	return api, metrics
 }
+
+// TestLogBuffer: info lines wait to be written together; a warning is
+// written at once with the lines before it, in order; lines held are
+// written after logFlushAfter without anything else happening, and at
+// once when logMaxBuffer bytes wait.
+func TestLogBuffer(t *testing.T) {
+	var out lockedBuffer
+	log, logs, err := newLogger(&out, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("one")
+	log.With("k", "v").Info("two")
+	if got := out.String(); got != "" {
+		t.Fatalf("info lines written at once: %q", got)
+	}
+	log.With("k", "v").Warn("three")
+	got := out.String()
+	if strings.Count(got, "\n") != 3 || !(strings.Index(got, `"one"`) < strings.Index(got, `"two"`) && strings.Index(got, `"two"`) < strings.Index(got, `"three"`)) {
+		t.Fatalf("after a warning: %q, want the three lines in order", got)
+	}
+	log.Info("four")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), `"four"`) {
+		if time.Now().After(deadline) {
+			t.Fatal("an info line held is never written")
+		}
+		time.Sleep(logFlushAfter / 5)
+	}
+	before := len(out.String())
+	log.Info(strings.Repeat("x", logMaxBuffer))
+	if len(out.String()) <= before+logMaxBuffer {
+		t.Error("a full buffer is not written at once")
+	}
+	if err := logs.Flush(); err != nil {
+		t.Error(err)
+	}
+}
