@@ -23,7 +23,8 @@ type Group[W any] struct {
 	mu      sync.Mutex
 	leading bool
 	pending []*groupReq[W]
-	last    int // the recent groups' size: the last, or the one before less a quarter
+	last    int       // the recent groups' size: the last, or the one before less a quarter
+	free    sync.Pool // *groupReq[W] whose writes were answered
 }
 
 // Result is a write's answer: a count (rows changed, a returned value)
@@ -48,7 +49,11 @@ type groupAnswer struct {
 // Do commits w, in a group, and waits for its commit. It does not give
 // up while waiting: a write that returns an error has written nothing.
 func (g *Group[W]) Do(w W) Result {
-	req := &groupReq[W]{w: w, done: make(chan groupAnswer, 1)}
+	req, _ := g.free.Get().(*groupReq[W])
+	if req == nil {
+		req = &groupReq[W]{done: make(chan groupAnswer, 1)}
+	}
+	req.w = w
 	g.mu.Lock()
 	g.pending = append(g.pending, req)
 	lead := !g.leading
@@ -59,7 +64,10 @@ func (g *Group[W]) Do(w W) Result {
 			g.lead()
 		}
 		ans := <-req.done
-		if !ans.lead {
+		if !ans.lead { // the write's last answer: req is free again
+			var zero W
+			req.w = zero
+			g.free.Put(req)
 			return ans.Result
 		}
 		lead = true
