@@ -169,6 +169,22 @@ func (m *memRuns) AppendEvents(_ context.Context, run string, events []EventInpu
 	}
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
+	return m.appendLocked(run, events)
+}
+
+func (m *memRuns) EndRun(_ context.Context, id, status string, events []EventInput) error {
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	if _, err := m.appendLocked(id, events); err != nil {
+		return err
+	}
+	r := m.runs[id]
+	r.Status, r.UpdatedAt = status, time.Now().UTC()
+	return nil
+}
+
+// appendLocked appends events to run's; the caller holds rmu.
+func (m *memRuns) appendLocked(run string, events []EventInput) (int64, error) {
 	if m.runs[run] == nil {
 		return 0, RecordNotFound("run", run)
 	}

@@ -112,6 +112,10 @@ type RunStore interface {
 	// them. It returns the Seq of the last; an empty batch writes nothing
 	// and returns 0. ErrNotFound when the run does not exist.
 	AppendEvents(ctx context.Context, run string, events []EventInput) (lastSeq int64, err error)
+	// EndRun sets a run's final status and appends its last events, in
+	// one write: a reader sees the run ended with all its events, or
+	// neither. ErrNotFound when the run does not exist.
+	EndRun(ctx context.Context, id, status string, events []EventInput) error
 	// Events returns a run's events with Seq above after, in order.
 	Events(ctx context.Context, run string, after int64) ([]RunEvent, error)
 }

@@ -76,10 +76,13 @@ const (
 
 // pgAppend numbers a batch of events ($3 their names, $4 their data)
 // after the run's last, taking the run's row lock: concurrent appends to
-// one run queue on it, each batch numbered after the one before. It
-// returns the last one's number, or no row for an unknown run.
+// one run queue on it, each batch numbered after the one before. When $5
+// is not NULL it also sets the run's status to it (EndRun). It returns
+// the last one's number, or no row for an unknown run.
 const pgAppend = `
-WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($3::text[]) WHERE id = $1 RETURNING last_seq),
+WITH r AS (UPDATE runs SET last_seq = last_seq + cardinality($3::text[]),
+	status = coalesce($5, status), updated_at = CASE WHEN $5 IS NULL THEN updated_at ELSE $2 END
+	WHERE id = $1 RETURNING last_seq),
 ins AS (
 	INSERT INTO run_events (run, seq, event, data, created_at)
 	SELECT $1, r.last_seq - cardinality($3::text[]) + e.i, e.event, e.data, $2
@@ -351,10 +354,25 @@ func (s *pgStore) AppendEvents(ctx context.Context, run string, events []store.E
 	if len(events) == 0 {
 		return 0, nil
 	}
+	return s.appendEvents(ctx, run, events, nil)
+}
+
+func (s *pgStore) EndRun(ctx context.Context, id, status string, events []store.EventInput) error {
+	if len(events) == 0 {
+		return s.SetRunStatus(ctx, id, status)
+	}
+	_, err := s.appendEvents(ctx, id, events, &status)
+	return err
+}
+
+// appendEvents appends events (at least one) to run's and, unless status
+// is nil, sets the run's status in the same statement; it returns the
+// last event's Seq.
+func (s *pgStore) appendEvents(ctx context.Context, run string, events []store.EventInput, status *string) (int64, error) {
 	now := time.Now().UnixNano()
-	seq, err := s.appendEvents(ctx, run, events, now)
+	seq, err := s.append(ctx, run, events, now, status)
 	if err != nil && s.lost(ctx, err) {
-		seq, err = s.retryAppend(ctx, run, events, now)
+		seq, err = s.retryAppend(ctx, run, events, now, status)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, store.RecordNotFound("run", run)
@@ -364,21 +382,21 @@ func (s *pgStore) AppendEvents(ctx context.Context, run string, events []store.E
 	return seq, nil
 }
 
-// appendEvents runs pgAppend.
-func (s *pgStore) appendEvents(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+// append runs pgAppend.
+func (s *pgStore) append(ctx context.Context, run string, events []store.EventInput, now int64, status *string) (int64, error) {
 	names, data := make([]string, len(events)), make([][]byte, len(events))
 	for i, ev := range events {
 		names[i], data[i] = ev.Event, blob(ev.Data)
 	}
 	var seq int64
-	err := s.pool.QueryRow(ctx, pgAppend, run, now, names, data).Scan(&seq)
+	err := s.pool.QueryRow(ctx, pgAppend, run, now, names, data, status).Scan(&seq)
 	return seq, err
 }
 
 // retryAppend appends events again after their connection was lost,
 // unless the run's newest event is the batch's last: the lost append
 // committed (a batch is one statement: all of it or none).
-func (s *pgStore) retryAppend(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+func (s *pgStore) retryAppend(ctx context.Context, run string, events []store.EventInput, now int64, status *string) (int64, error) {
 	var last store.RunEvent
 	var created int64
 	want := events[len(events)-1]
@@ -389,7 +407,7 @@ func (s *pgStore) retryAppend(ctx context.Context, run string, events []store.Ev
 	case err != nil && !errors.Is(err, pgx.ErrNoRows):
 		return 0, err
 	}
-	return s.appendEvents(ctx, run, events, now)
+	return s.append(ctx, run, events, now, status)
 }
 
 func (s *pgStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {

@@ -13,17 +13,17 @@ import (
 // maxBatch is the most writes one transaction commits.
 const maxBatch = 128
 
-// putReq is a write: a Put, or a lease's Acquire, Renew or Release: one
-// statement, query run with args, whose answer is the number of rows it
-// changed (for a RETURNING statement, the largest value it returned, 0
-// for no row). A statement that changes nothing fails alone, with nothing
-// written but, for a thread's first Put, the thread's key (which no
-// reader sees without checkpoints).
+// putReq is a write: a Put, a lease's Acquire, Renew or Release, an
+// append of events, a record's creation or change: query run with args,
+// whose answer is the number of rows it changed (for a RETURNING
+// statement, the largest value it returned, 0 for no row), after the
+// statement before, if any (a thread's key for its first Put, a run's
+// status with its last events), in the same transaction.
 type putReq struct {
 	query     string
 	args      []any
 	returning bool
-	key       string // a thread to give its key first (sqliteAddKey)
+	before    *putReq
 }
 
 // commitPut commits a write in the group commit of concurrent writes
@@ -48,8 +48,8 @@ func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
 		if len(batch) > 1 && w.inTx(batch, res) == nil {
 			return
 		}
-		for i, req := range batch {
-			res[i].N, res[i].Err = w.exec(req)
+		for i := range batch { // each alone
+			_ = w.inTx(batch[i:i+1], res[i:i+1])
 		}
 	})
 	if err != nil {
@@ -100,30 +100,34 @@ func (s *sqliteStore) onWriter(f func(*writer)) error {
 }
 
 // inTx runs the writes of batch in one transaction and sets the answer
-// of each.
+// of each; if one fails, the transaction writes nothing, and that write's
+// answer is its error.
 func (w *writer) inTx(batch []*putReq, res []store.Result) error {
+	clear(res)
 	tx, err := w.conn.BeginTx(context.Background(), driver.TxOptions{})
 	if err != nil {
+		res[0].Err = err
 		return err
 	}
 	for i, req := range batch {
 		if res[i].N, err = w.exec(req); err != nil {
+			res[i].Err = err
 			_ = tx.Rollback()
 			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		res[0].Err = err
 		_ = tx.Rollback()
 		return err
 	}
 	return nil
 }
 
-// exec runs the write's statements: the thread's key first, when it
-// asks for one.
+// exec runs the write's statements, the one before first.
 func (w *writer) exec(req *putReq) (int64, error) {
-	if req.key != "" {
-		if _, err := w.run(sqliteAddKey, []any{req.key}, false); err != nil {
+	if b := req.before; b != nil {
+		if _, err := w.run(b.query, b.args, b.returning); err != nil {
 			return 0, err
 		}
 	}

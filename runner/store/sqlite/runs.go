@@ -306,13 +306,32 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []sto
 	if len(events) == 0 {
 		return 0, nil
 	}
+	return s.appendEvents(ctx, run, events, "")
+}
+
+func (s *sqliteStore) EndRun(ctx context.Context, id, status string, events []store.EventInput) error {
+	if len(events) == 0 {
+		return s.SetRunStatus(ctx, id, status)
+	}
+	_, err := s.appendEvents(ctx, id, events, status)
+	return err
+}
+
+// appendEvents appends events (at least one) to run's and, unless status
+// is "", sets the run's status in the same transaction; it returns the
+// last event's Seq.
+func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []store.EventInput, status string) (int64, error) {
 	now := time.Now().UnixNano()
 	var seq int64
 	var err error
 	if len(events) <= sqliteBatch {
-		seq, err = s.appendGrouped(ctx, run, events, now)
+		req := &putReq{query: sqliteAppend(len(events)), args: appendArgs(run, events, now), returning: true}
+		if status != "" {
+			req.before = &putReq{query: sqliteSetRunStatus, args: []any{run, status, now}}
+		}
+		seq, err = s.commitPut(ctx, req)
 	} else {
-		seq, err = s.appendChunked(ctx, run, events, now)
+		seq, err = s.appendChunked(ctx, run, events, now, status)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
@@ -323,15 +342,10 @@ func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []sto
 	return seq, nil
 }
 
-// appendGrouped appends events, at most sqliteBatch, in the group commit;
-// it returns the last one's Seq, 0 for an unknown run.
-func (s *sqliteStore) appendGrouped(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
-	return s.commitPut(ctx, &putReq{query: sqliteAppend(len(events)), args: appendArgs(run, events, now), returning: true})
-}
-
-// appendChunked appends events in chunks of sqliteBatch, in one
-// transaction; it returns the last one's Seq, 0 for an unknown run.
-func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []store.EventInput, now int64) (int64, error) {
+// appendChunked appends events in chunks of sqliteBatch, and sets the
+// run's status unless it is "", in one transaction; it returns the last
+// event's Seq, 0 for an unknown run.
+func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []store.EventInput, now int64, status string) (int64, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -341,6 +355,11 @@ func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []st
 	for chunk := range slices.Chunk(events, sqliteBatch) {
 		rows, err := tx.QueryContext(ctx, sqliteAppend(len(chunk)), appendArgs(run, chunk, now)...)
 		if seq, err = largest(rows, err); err != nil || seq == 0 {
+			return 0, err
+		}
+	}
+	if status != "" {
+		if _, err := tx.ExecContext(ctx, sqliteSetRunStatus, run, status, now); err != nil {
 			return 0, err
 		}
 	}

@@ -321,7 +321,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}}
 	if cp.ID == 1 {
-		req.key = cp.Thread
+		req.before = &putReq{query: sqliteAddKey, args: []any{cp.Thread}}
 	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {

@@ -27,6 +27,7 @@ func RunRunStore(t *testing.T, open func(t *testing.T) store.RunStore) {
 		{"events are numbered from 1 and read after an id", testEvents},
 		{"a batch larger than one statement keeps its order", testLargeBatch},
 		{"concurrent batches get distinct ids, each batch unsplit", testConcurrentEvents},
+		{"a run's end sets its status with its last events", testEndRun},
 		{"deleting a thread record removes its runs and events", testDeleteThreadRecord},
 	}
 	for _, tc := range cases {
@@ -294,5 +295,51 @@ func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
 	}
 	if evs, _ := s.Events(ctx, "r1", 0); len(evs) != 0 {
 		t.Errorf("events after DeleteThread: %+v", evs)
+	}
+}
+
+// testEndRun: a run's end sets its status and appends its last events;
+// an unknown run is not found, and nothing is written for it; without
+// events it only sets the status.
+func testEndRun(t *testing.T, s store.RunStore) {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.Run(ctx, "r")
+	if _, err := s.AppendEvents(ctx, "r", batch("values", 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndRun(ctx, "r", store.RunSuccess, append(batch("values", 3, 1), store.EventInput{Event: "end"})); err != nil {
+		t.Fatalf("EndRun: %v", err)
+	}
+	got, err := s.Run(ctx, "r")
+	if err != nil || got.Status != store.RunSuccess || !got.UpdatedAt.After(before.UpdatedAt) {
+		t.Errorf("run after EndRun = %+v, %v; want success, updated", got, err)
+	}
+	evs, _ := s.Events(ctx, "r", 0)
+	if len(evs) != 4 || evs[2].Seq != 3 || evs[3].Event != "end" {
+		t.Errorf("events after EndRun = %+v, want 2 + values and end", evs)
+	}
+	if err := s.EndRun(ctx, "nope", store.RunSuccess, batch("end", 1, 1)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("EndRun of an unknown run err = %v, want ErrNotFound", err)
+	}
+	if evs, _ := s.Events(ctx, "nope", 0); len(evs) != 0 {
+		t.Errorf("events of an unknown run after EndRun = %+v", evs)
+	}
+	if err := s.EndRun(ctx, "r", store.RunError, nil); err != nil {
+		t.Fatalf("EndRun without events: %v", err)
+	}
+	if got, _ := s.Run(ctx, "r"); got.Status != store.RunError {
+		t.Errorf("status after EndRun without events = %s, want error", got.Status)
+	}
+	const n = 1234 // more than one statement's batch
+	if err := s.EndRun(ctx, "r", store.RunSuccess, batch("debug", 1, n)); err != nil {
+		t.Fatalf("EndRun of %d events: %v", n, err)
+	}
+	if got, _ := s.Run(ctx, "r"); got.Status != store.RunSuccess {
+		t.Errorf("status after a large EndRun = %s, want success", got.Status)
+	}
+	if evs, _ := s.Events(ctx, "r", 0); len(evs) != 4+n {
+		t.Errorf("%d events after a large EndRun, want %d", len(evs), 4+n)
 	}
 }
