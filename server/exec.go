@@ -111,7 +111,9 @@ func (s *Server) retain(ctx context.Context, e *runner.Engine, g *runner.Graph, 
 // execute runs l to its end, persisting its status and events.
 func (s *Server) execute(l *liveRun) {
 	ctx := l.ctx
-	_ = s.runs.SetRunStatus(ctx, l.rec.ID, store.RunRunning)
+	if l.rec.Status != store.RunRunning { // a run that waited its turn
+		_ = s.runs.SetRunStatus(ctx, l.rec.ID, store.RunRunning)
+	}
 	g := l.g
 	if c := l.q.Config; c != nil && c.RecursionLimit > 0 {
 		limited := *g
@@ -299,11 +301,8 @@ func (s *Server) finish(l *liveRun, status string) {
 		}
 	}
 	s.mu.Unlock()
-	if err := s.runs.SetRunStatus(context.WithoutCancel(l.ctx), l.rec.ID, status); err != nil {
-		s.cfg.Log.Error("run status not saved", "run", l.rec.ID, "err", err)
-	}
+	s.end(l, status)
 	s.ended(l, status)
-	s.emit(l, "end", nil)
 	if l.undone {
 		if err := s.runs.DeleteRun(context.WithoutCancel(l.ctx), l.rec.ID); err != nil {
 			s.cfg.Log.Error("rollback: run record not deleted", "run", l.rec.ID, "err", err)

@@ -118,14 +118,40 @@ func (s *Server) emitLocked(l *liveRun, event string, data any) {
 // streams; the caller holds l.emitMu, so batches are written in order,
 // while streams waiting on l.mu are not held up by the write.
 func (s *Server) flushLocked(l *liveRun) {
-	if l.hold != nil {
-		l.hold.Stop()
-		l.hold = nil
-	}
+	l.unhold()
 	if len(l.pending) == 0 {
 		return
 	}
 	s.append(s.ctx, l.rec.ID, l.pending)
+	s.wakeLocked(l)
+}
+
+// end writes l's final status with its last events and its end event,
+// in one write (RunStore.EndRun), and wakes its streams: a reader sees
+// the run ended with every event, or neither.
+func (s *Server) end(l *liveRun, status string) {
+	l.emitMu.Lock()
+	defer l.emitMu.Unlock()
+	l.unhold()
+	s.emitLocked(l, "end", nil)
+	if err := s.runs.EndRun(context.WithoutCancel(l.ctx), l.rec.ID, status, l.pending); err != nil {
+		s.cfg.Log.Error("run end not saved", "run", l.rec.ID, "status", status, "events", len(l.pending), "err", err)
+	}
+	s.wakeLocked(l)
+}
+
+// unhold stops the timer that writes l's held events; the caller holds
+// l.emitMu.
+func (l *liveRun) unhold() {
+	if l.hold != nil {
+		l.hold.Stop()
+		l.hold = nil
+	}
+}
+
+// wakeLocked empties l's pending events, written, and wakes its streams;
+// the caller holds l.emitMu.
+func (s *Server) wakeLocked(l *liveRun) {
 	clear(l.pending)
 	l.pending = l.pending[:0]
 	l.mu.Lock()

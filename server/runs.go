@@ -45,8 +45,12 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	}
 	kwargs, _ := json.Marshal(q)
 	meta, _ := json.Marshal(orMap(q.Metadata))
+	status := store.RunPending
+	if !s.busy(thread) { // it starts at once, unless admit finds the thread busy after all
+		status = store.RunRunning
+	}
 	rec, created, err := s.runs.CreateRun(ctx, &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: thread,
-		Tenant: tenantOf(ctx), Assistant: name, Status: store.RunPending, MultitaskStrategy: q.MultitaskStrategy,
+		Tenant: tenantOf(ctx), Assistant: name, Status: status, MultitaskStrategy: q.MultitaskStrategy,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta})
 	if err != nil || !created {
 		return rec, nil, err
@@ -123,6 +127,12 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 			cur.cancel(errCancelled)
 		case "rollback":
 			cur.cancel(errRollback)
+		}
+	}
+	if rec.Status == store.RunRunning { // created to start at once: it waits
+		rec.Status = store.RunPending
+		if err := s.runs.SetRunStatus(ctx, rec.ID, store.RunPending); err != nil {
+			s.cfg.Log.Error("run status not saved", "run", rec.ID, "err", err)
 		}
 	}
 	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
