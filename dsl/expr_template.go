@@ -136,6 +136,9 @@ func (t *Template) Text() string { return t.text }
 // text. Strings are inserted as they are, null as nothing, numbers and
 // booleans as in JSON, lists and objects as JSON.
 func (t *Template) Render(vars map[string]any) (string, error) {
+	if len(t.parts) == 1 && t.parts[0].prog == nil { // text alone
+		return t.parts[0].lit, nil
+	}
 	var b strings.Builder
 	b.Grow(int(t.size.Load()))
 	for _, p := range t.parts {
