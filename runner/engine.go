@@ -111,8 +111,10 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	}
 	defer release()
 	r.lease = token
-	if state, err = r.nextTurn(ctx, state, input); err != nil {
-		return nil, err
+	if !opt.New {
+		if state, err = r.nextTurn(ctx, state, input); err != nil {
+			return nil, err
+		}
 	}
 	r.input, r.started = input, r.clock.Now()
 	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})

@@ -283,3 +283,26 @@ func TestCaughtErrorSurvivesResume(t *testing.T) {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 }
+
+// TestRunOptionsNew: a run told its thread is new does not read it, and
+// on a thread that has checkpoints its first checkpoint fails, writing
+// nothing; on a new thread it runs as any run.
+func TestRunOptionsNew(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	g := loopGraph(2, 10)
+	res, err := e.RunWith(ctx, g, "t", nil, runner.RunOptions{New: true})
+	if err != nil || res.Status != runner.StatusCompleted || res.State["n"] != int64(2) {
+		t.Fatalf("run of a new thread: %v %+v", err, res)
+	}
+	before, _ := e.Store.History(ctx, "t")
+	if _, err := e.RunWith(ctx, g, "t", nil, runner.RunOptions{New: true}); err == nil {
+		t.Fatal("a run told its thread is new ran on one with checkpoints")
+	}
+	if after, _ := e.Store.History(ctx, "t"); len(after) != len(before) {
+		t.Errorf("%d checkpoints after the refused run, want %d", len(after), len(before))
+	}
+	if res, err := e.Run(ctx, g, "t", nil); err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("the thread's next turn: %v %+v", err, res)
+	}
+}

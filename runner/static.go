@@ -18,6 +18,10 @@ type RunOptions struct {
 	// for this invocation. An empty list pauses nowhere.
 	InterruptBefore []string
 	InterruptAfter  []string
+	// New says the caller found the thread without checkpoints: Run does
+	// not read them again, and its first checkpoint fails, writing
+	// nothing, if one was written meanwhile.
+	New bool
 }
 
 // staticInterrupts sets the nodes the run pauses before and after: the

@@ -176,7 +176,9 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 		return nil, err
 	}
 	if mode == modeRun {
-		return e.RunWith(ctx, g, thread, input, q.opts)
+		opts := q.opts
+		opts.New = p.from == 0 // the plan read no checkpoint: the run need not read again
+		return e.RunWith(ctx, g, thread, input, opts)
 	}
 	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: q.opts})
 }
