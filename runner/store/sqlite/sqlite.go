@@ -46,6 +46,11 @@ import (
 // at once sit side by side on a few pages, where random thread ids put
 // each on a page of its own, written again at every step (a third of the
 // pages a group commit wrote).
+//
+// Version 7: threads_running, the index of the running threads, is keyed
+// by the time a thread started running, not by its id: the entries a run
+// adds and removes share the newest pages with those of the runs beside
+// it, where by id each was a page of its own, written twice a run.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -150,6 +155,9 @@ DROP INDEX checkpoints_key;
 DROP INDEX checkpoints_snapshots;
 CREATE UNIQUE INDEX checkpoints_key ON checkpoints (tkey, id);
 CREATE INDEX checkpoints_snapshots ON checkpoints (tkey, id) WHERE snapshot IS NOT NULL;
+`, `
+DROP INDEX threads_running;
+CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
