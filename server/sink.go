@@ -14,7 +14,7 @@ var known = map[string]bool{runner.EventRunStart: true, runner.EventNodeStart: t
 // flushes are the runtime's events that end a step, or the run: the
 // events so far are then written, in one batch, at once while a stream
 // reads the run, else held with the next ones for at most maxHold. A run
-// that ends sooner writes them with its end event (finish): one write.
+// that ends sooner writes them with its end event (Server.end): one write.
 var flushes = map[string]bool{runner.EventCheckpoint: true, runner.EventInterrupt: true, runner.EventError: true, runner.EventDone: true}
 
 // maxHold is the longest a run nobody reads keeps its events before
