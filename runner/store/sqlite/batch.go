@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"io"
@@ -17,8 +16,9 @@ const maxBatch = 128
 // append of events, a record's creation or change: query run with args,
 // whose answer is the number of rows it changed (for a RETURNING
 // statement, the largest value it returned, 0 for no row), after the
-// statement before, if any (a thread's key for its first Put, a run's
-// status with its last events), in the same transaction.
+// writes before, if any (a thread's key for its first Put; a run's
+// status and the first chunks of a long append), in the same
+// transaction.
 type putReq struct {
 	query     string
 	args      []any
@@ -124,10 +124,10 @@ func (w *writer) inTx(batch []*putReq, res []store.Result) error {
 	return nil
 }
 
-// exec runs the write's statements, the one before first.
+// exec runs the write's statements, those before first.
 func (w *writer) exec(req *putReq) (int64, error) {
-	if b := req.before; b != nil {
-		if _, err := w.run(b.query, b.args, b.returning); err != nil {
+	if req.before != nil {
+		if _, err := w.exec(req.before); err != nil {
 			return 0, err
 		}
 	}
@@ -222,22 +222,4 @@ func (w *writer) close() {
 		_ = stmt.Close()
 	}
 	w.stmts = map[string]driver.Stmt{}
-}
-
-// largest is the largest of the values of rows' first column, 0 for no
-// row.
-func largest(rows *sql.Rows, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var top int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return 0, err
-		}
-		top = max(top, v)
-	}
-	return top, rows.Err()
 }

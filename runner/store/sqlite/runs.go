@@ -272,10 +272,9 @@ func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
 	return oneRow(res, err, "run "+id)
 }
 
-// sqliteBatch is the most events one statement appends: a batch up to
-// it joins the group commit of concurrent writes (batch.go) with a
-// statement prepared for its size; a larger one is appended in chunks,
-// in a transaction of its own.
+// sqliteBatch is the most events one statement appends (a statement
+// prepared for its size); a larger batch is appended in chunks, all in
+// one write of the group commit (batch.go).
 const sqliteBatch = 64
 
 // sqliteAppend returns the statement appending n events, numbered after
@@ -318,21 +317,19 @@ func (s *sqliteStore) EndRun(ctx context.Context, id, status string, events []st
 }
 
 // appendEvents appends events (at least one) to run's and, unless status
-// is "", sets the run's status in the same transaction; it returns the
-// last event's Seq.
+// is "", sets the run's status, in one write of the group commit: a
+// statement for each sqliteBatch events, after the status's. It returns
+// the last event's Seq.
 func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []store.EventInput, status string) (int64, error) {
 	now := time.Now().UnixNano()
-	var seq int64
-	var err error
-	if len(events) <= sqliteBatch {
-		req := &putReq{query: sqliteAppend(len(events)), args: appendArgs(run, events, now), returning: true}
-		if status != "" {
-			req.before = &putReq{query: sqliteSetRunStatus, args: []any{run, status, now}}
-		}
-		seq, err = s.commitPut(ctx, req)
-	} else {
-		seq, err = s.appendChunked(ctx, run, events, now, status)
+	var req *putReq
+	if status != "" {
+		req = &putReq{query: sqliteSetRunStatus, args: []any{run, status, now}}
 	}
+	for chunk := range slices.Chunk(events, sqliteBatch) {
+		req = &putReq{query: sqliteAppend(len(chunk)), args: appendArgs(run, chunk, now), returning: true, before: req}
+	}
+	seq, err := s.commitPut(ctx, req)
 	if err != nil {
 		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
 	}
@@ -340,30 +337,6 @@ func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []sto
 		return 0, store.RecordNotFound("run", run)
 	}
 	return seq, nil
-}
-
-// appendChunked appends events in chunks of sqliteBatch, and sets the
-// run's status unless it is "", in one transaction; it returns the last
-// event's Seq, 0 for an unknown run.
-func (s *sqliteStore) appendChunked(ctx context.Context, run string, events []store.EventInput, now int64, status string) (int64, error) {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	var seq int64
-	for chunk := range slices.Chunk(events, sqliteBatch) {
-		rows, err := tx.QueryContext(ctx, sqliteAppend(len(chunk)), appendArgs(run, chunk, now)...)
-		if seq, err = largest(rows, err); err != nil || seq == 0 {
-			return 0, err
-		}
-	}
-	if status != "" {
-		if _, err := tx.ExecContext(ctx, sqliteSetRunStatus, run, status, now); err != nil {
-			return 0, err
-		}
-	}
-	return seq, tx.Commit()
 }
 
 // appendArgs are the parameters of sqliteAppend.

@@ -162,9 +162,8 @@ CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
-// and (by trigger) the threads row are one statement, hence one implicit
-// transaction that takes the write lock up front. The thread must have
-// its key (sqliteAddKey, run first for a thread's first checkpoint).
+// and (by trigger) the threads row are one statement. The thread must
+// have its key (sqliteAddKey, run first for a thread's first checkpoint).
 const sqlitePut = `
 INSERT INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline,
 	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
