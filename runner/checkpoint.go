@@ -105,7 +105,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		if deferred { // written later: its own copy
 			return MarshalJSON(v)
 		}
-		p, err := encodeScratch(v) // Put keeps a copy
+		p, err := encodeScratch(v, true) // Put keeps a copy
 		held = p
 		return *p, err
 	}

@@ -16,54 +16,42 @@ import (
 // the JSON-like values of a state (maps, lists, strings, numbers,
 // booleans); other values go through json.Marshal.
 func MarshalJSON(v any) ([]byte, error) {
-	p := scratch.Get().(*[]byte)
-	b, err := AppendJSON((*p)[:0], v, true)
-	out := bytes.Clone(b)
-	release(p, b)
-	return out, err
-}
-
-// encodeScratch encodes v as MarshalJSON does into a scratch buffer,
-// for bytes needed only until a call returns, as Store.Put's (the store
-// keeps a copy); freeScratch gives the buffer back.
-func encodeScratch(v any) (*[]byte, error) {
-	p := scratch.Get().(*[]byte)
-	b, err := AppendJSON((*p)[:0], v, true)
-	*p = b
-	return p, err
-}
-
-// freeScratch gives back a buffer of encodeScratch (nil: none).
-func freeScratch(p *[]byte) {
-	if p != nil {
-		release(p, *p)
-	}
+	p, err := encodeScratch(v, true)
+	defer freeScratch(p)
+	return bytes.Clone(*p), err
 }
 
 // WriteJSON writes the encoding of v and a newline to w, as a
 // json.Encoder with SetEscapeHTML(escapeHTML) does, in one Write.
 func WriteJSON(w io.Writer, v any, escapeHTML bool) error {
-	p := scratch.Get().(*[]byte)
-	b, err := AppendJSON((*p)[:0], v, escapeHTML)
+	p, err := encodeScratch(v, escapeHTML)
+	defer freeScratch(p)
 	if err == nil {
-		b = append(b, '\n')
-		_, err = w.Write(b)
+		*p = append(*p, '\n')
+		_, err = w.Write(*p)
 	}
-	release(p, b)
 	return err
 }
 
-// scratch holds the buffers MarshalJSON and WriteJSON encode into: a
-// state of some kilobytes grows a pooled buffer once, not a new one
-// each time (the doubling garbage was a fifth of a served run's
-// allocations).
+// encodeScratch encodes v as AppendJSON does into a scratch buffer, for
+// bytes needed only until a call returns (a copy, a write, Store.Put,
+// which keeps a copy); freeScratch gives the buffer back.
+func encodeScratch(v any, escapeHTML bool) (*[]byte, error) {
+	p := scratch.Get().(*[]byte)
+	b, err := AppendJSON((*p)[:0], v, escapeHTML)
+	*p = b
+	return p, err
+}
+
+// scratch holds the buffers encodeScratch encodes into: a state of some
+// kilobytes grows a pooled buffer once, not a new one each time (the
+// doubling garbage was a fifth of a served run's allocations).
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
-// release returns b, grown from *p, to scratch; a buffer past 1 MB is
-// left to the collector.
-func release(p *[]byte, b []byte) {
-	if cap(b) <= 1<<20 {
-		*p = b
+// freeScratch gives back a buffer of encodeScratch (nil: none); one past
+// 1 MB is left to the collector.
+func freeScratch(p *[]byte) {
+	if p != nil && cap(*p) <= 1<<20 {
 		scratch.Put(p)
 	}
 }
