@@ -387,6 +387,18 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
+// TestTemplateTextAlone: a template without expressions renders as its
+// text, allocating nothing.
+func TestTemplateTextAlone(t *testing.T) {
+	tpl, ds := CompileTemplate(Source{Text: "You are a planner.", Lang: Expr}, testEnv())
+	if tpl == nil {
+		t.Fatal(ds)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = tpl.Render(nil) }); n != 0 {
+		t.Errorf("Render of a text alone: %.0f allocations, want 0", n)
+	}
+}
+
 func TestTemplateErrors(t *testing.T) {
 	tests := []struct {
 		name, text, msg, at string
