@@ -162,15 +162,20 @@ CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
-// and (by trigger) the threads row are one statement. The thread must
-// have its key (sqliteAddKey, run first for a thread's first checkpoint).
+// and (by trigger) the threads row are one statement. The checks give the
+// thread's key, NULL when one fails, and OR IGNORE skips a row without
+// one (tkey is NOT NULL): a statement of one row of VALUES, not INSERT …
+// SELECT, which SQLite runs through a temporary table first (as it does
+// for every INSERT … SELECT into a table with a trigger), copying the
+// checkpoint's blobs twice. The thread must have its key (sqliteAddKey,
+// run first for a thread's first checkpoint).
 const sqlitePut = `
-INSERT INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline,
+INSERT OR IGNORE INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline,
 	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
-SELECT k.key, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15
-FROM thread_keys k WHERE k.id = ?1
-AND ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE tkey = k.key), 0)
-AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE thread = ?1))`
+VALUES ((SELECT k.key FROM thread_keys k WHERE k.id = ?1
+	AND ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE tkey = k.key), 0)
+	AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE thread = ?1))),
+	?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 
 // sqliteAddKey gives thread ?1 its key, if it has none.
 const sqliteAddKey = `INSERT INTO thread_keys (id) VALUES (?1) ON CONFLICT (id) DO NOTHING`
