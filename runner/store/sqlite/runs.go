@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -278,28 +277,34 @@ func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
 const sqliteBatch = 64
 
 // sqliteAppend returns the statement appending n events, numbered after
-// the run's newest in the statement that inserts them; writes are
-// serialized, so two appends never share a number. Its parameters are
-// the run, the time, then each event's name and data. It returns no row
-// for an unknown run.
+// the run's newest (runs.last_seq, which sqliteAppended then moves past
+// them), from ?3 on; writes are serialized, so two appends never share a
+// number. Its parameters are the run, the time, the offset, then each
+// event's name and data. It appends nothing for an unknown run. It reads
+// the base from runs, not run_events: SQLite runs an INSERT … SELECT that
+// reads its own table through a temporary table.
 func sqliteAppend(n int) string {
 	var b strings.Builder
-	b.WriteString(`WITH base(n) AS (SELECT coalesce(max(seq), 0) FROM run_events WHERE run = ?1),
-batch(i, event, data) AS (VALUES `)
+	b.WriteString(`WITH batch(i, event, data) AS (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+3, 2*i+4)
+		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+4, 2*i+5)
 	}
 	b.WriteString(`)
 INSERT INTO run_events (run, seq, event, data, created_at)
-SELECT ?1, n + i, event, data, ?2 FROM base, batch
-WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?1)
-ORDER BY i
-RETURNING seq`)
+SELECT ?1, r.last_seq + ?3 + i, event, data, ?2 FROM runs r, batch WHERE r.id = ?1`)
 	return b.String()
 }
+
+// sqliteAppended moves run ?1's last_seq past the ?2 events appended;
+// sqliteEnded also sets its status ?3 at time ?4. Each returns the new
+// last_seq, no row for an unknown run.
+const (
+	sqliteAppended = `UPDATE runs SET last_seq = last_seq + ?2 WHERE id = ?1 RETURNING last_seq`
+	sqliteEnded    = `UPDATE runs SET last_seq = last_seq + ?2, status = ?3, updated_at = ?4 WHERE id = ?1 RETURNING last_seq`
+)
 
 func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {
 	if len(events) == 0 {
@@ -318,16 +323,18 @@ func (s *sqliteStore) EndRun(ctx context.Context, id, status string, events []st
 
 // appendEvents appends events (at least one) to run's and, unless status
 // is "", sets the run's status, in one write of the group commit: a
-// statement for each sqliteBatch events, after the status's. It returns
-// the last event's Seq.
+// statement for each sqliteBatch events, then sqliteAppended (or
+// sqliteEnded). It returns the last event's Seq.
 func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []store.EventInput, status string) (int64, error) {
 	now := time.Now().UnixNano()
 	var req *putReq
-	if status != "" {
-		req = &putReq{query: sqliteSetRunStatus, args: []any{run, status, now}}
+	for off := 0; off < len(events); off += sqliteBatch {
+		chunk := events[off:min(off+sqliteBatch, len(events))]
+		req = &putReq{query: sqliteAppend(len(chunk)), args: appendArgs(run, chunk, now, off), before: req}
 	}
-	for chunk := range slices.Chunk(events, sqliteBatch) {
-		req = &putReq{query: sqliteAppend(len(chunk)), args: appendArgs(run, chunk, now), returning: true, before: req}
+	req = &putReq{query: sqliteAppended, args: []any{run, len(events)}, returning: true, before: req}
+	if status != "" {
+		req.query, req.args = sqliteEnded, append(req.args, status, now)
 	}
 	seq, err := s.commitPut(ctx, req)
 	if err != nil {
@@ -340,9 +347,9 @@ func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []sto
 }
 
 // appendArgs are the parameters of sqliteAppend.
-func appendArgs(run string, events []store.EventInput, now int64) []any {
-	args := make([]any, 0, 2+2*len(events))
-	args = append(args, run, now)
+func appendArgs(run string, events []store.EventInput, now int64, off int) []any {
+	args := make([]any, 0, 3+2*len(events))
+	args = append(args, run, now, off)
 	for _, ev := range events {
 		args = append(args, ev.Event, blob(ev.Data))
 	}

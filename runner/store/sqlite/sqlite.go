@@ -51,6 +51,10 @@ import (
 // by the time a thread started running, not by its id: the entries a run
 // adds and removes share the newest pages with those of the runs beside
 // it, where by id each was a page of its own, written twice a run.
+//
+// Version 8: runs.last_seq is the number of a run's newest event, so an
+// append reads where to number from in runs, not run_events (see
+// sqliteAppend).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -158,6 +162,9 @@ CREATE INDEX checkpoints_snapshots ON checkpoints (tkey, id) WHERE snapshot IS N
 `, `
 DROP INDEX threads_running;
 CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
+`, `
+ALTER TABLE runs ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET last_seq = coalesce((SELECT max(seq) FROM run_events WHERE run = runs.id), 0);
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next

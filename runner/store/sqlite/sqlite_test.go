@@ -294,3 +294,41 @@ func opcodes(t *testing.T, db *sql.DB, query string, n int) []string {
 	}
 	return ops
 }
+
+// TestAppendWithoutTempTable checks that an append of events inserts its
+// rows directly, without a temporary table or a sort.
+func TestAppendWithoutTempTable(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), "runner.db")).(*sqliteStore)
+	for _, op := range opcodes(t, s.r, sqliteAppend(2), 7) {
+		if op == "OpenEphemeral" || op == "SorterOpen" {
+			t.Errorf("the append's statement runs %s", op)
+		}
+	}
+}
+
+// TestSQLiteMigrateV7 opens a file of schema version 7 holding a run with
+// two events: an append numbers its events after them.
+func TestSQLiteMigrateV7(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runner.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := append(slices.Clone(sqliteMigrations[:7]), `PRAGMA user_version = 7`,
+		`INSERT INTO runs VALUES ('r', 't', '', 'a', 'running', 'reject', '', NULL, NULL, 1, 1)`,
+		`INSERT INTO run_events VALUES ('r', 1, 'metadata', NULL, 1), ('r', 2, 'values', NULL, 1)`)
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := openTest(t, path).(store.RunStore)
+	ctx := context.Background()
+	if seq, err := s.AppendEvents(ctx, "r", []store.EventInput{{Event: "end"}}); err != nil || seq != 3 {
+		t.Fatalf("AppendEvents after migration = %d, %v; want 3", seq, err)
+	}
+	if evs, err := s.Events(ctx, "r", 0); err != nil || len(evs) != 3 || evs[2].Event != "end" {
+		t.Errorf("Events after migration = %+v, %v", evs, err)
+	}
+}
