@@ -175,6 +175,11 @@ func buildPlannerLLM(c *PlannerLLMConfig, tools []dsl.ToolRef, b *dsl.Build) (*p
 		l.catalogue = append(l.catalogue, map[string]any{"name": t.Name, "description": spec.Description})
 		enum = append(enum, t.Name)
 	}
+	consts := map[string]any{"tools": l.catalogue}
+	if c.System.Template != nil {
+		l.system = c.System.Template.With(consts)
+	}
+	l.prompt = c.Prompt.Template.With(consts)
 	l.schema, err = newOutputSchema("planner_decision", map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -251,6 +256,8 @@ type plannerLLM struct {
 	schema    *outputSchema
 	catalogue []any // the templates' tools
 	metrics   bool  // the pipeline keeps turn_metrics
+	// the templates, their expressions of the tools alone rendered
+	system, prompt *dsl.Template
 }
 
 // decide asks the model and checks its decision. It returns the decision,
@@ -300,14 +307,14 @@ func (l *plannerLLM) ask(ctx context.Context, in *runner.Input, vars map[string]
 func (l *plannerLLM) messages(vars map[string]any) ([]runner.Message, error) {
 	vars["tools"] = l.catalogue
 	var msgs []runner.Message
-	if t := l.cfg.System.Template; t != nil {
-		text, err := t.Render(vars)
+	if l.system != nil {
+		text, err := l.system.Render(vars)
 		if err != nil {
 			return nil, fmt.Errorf("llm.system: %w", err)
 		}
 		msgs = append(msgs, runner.Message{Role: "system", Content: text})
 	}
-	text, err := l.cfg.Prompt.Template.Render(vars)
+	text, err := l.prompt.Render(vars)
 	if err != nil {
 		return nil, fmt.Errorf("llm.prompt: %w", err)
 	}

@@ -2,6 +2,7 @@ package builtins_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,9 +91,17 @@ func decision(tool string, confidence float64) dsl.Reply {
 // runPlanner compiles plannerSrc for agent with script and runs it.
 func runPlanner(ctx context.Context, t *testing.T, agent string, script []dsl.Reply, input map[string]any) *runner.Result {
 	t.Helper()
+	return runPlannerWith(ctx, t, agent, builtins.Scripted(script), input)
+}
+
+// runPlannerWith compiles plannerSrc for agent with the provider p and
+// runs it.
+func runPlannerWith(ctx context.Context, t *testing.T, agent string, p runner.Provider, input map[string]any) *runner.Result {
+	t.Helper()
 	docs, diags := dsl.Parse("planner.yaml", []byte(plannerSrc))
 	c, proj := checked(t, docs, diags)
-	g, err := c.Compile(proj, "plan", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent], Provider: builtins.ScriptedProviders(script)})
+	providers := func(*dsl.ModelDef) (runner.Provider, error) { return p, nil }
+	g, err := c.Compile(proj, "plan", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent], Provider: providers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +159,22 @@ func TestPlannerLLM(t *testing.T) {
 				t.Errorf("next_action: got %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestPlannerLLMPrompt checks the messages the model gets: the prompt's
+// list of tools, rendered when the planner is built, and its state, at
+// each call.
+func TestPlannerLLMPrompt(t *testing.T) {
+	rec := &recorder{Provider: builtins.Scripted([]dsl.Reply{decision("b", 0.9)})}
+	runPlannerWith(context.Background(), t, "planner_agent", rec, map[string]any{"completed_steps": []any{"a"}})
+	var got []string
+	for _, m := range rec.request(t, 0).Messages {
+		got = append(got, m.Role+": "+m.Content)
+	}
+	want := []string{"system: You plan.", `user: Done: ["a"]. Tools: a (first tool), b (second tool)`}
+	if !slices.Equal(got, want) {
+		t.Errorf("messages %q, want %q", got, want)
 	}
 }
 

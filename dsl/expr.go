@@ -109,9 +109,11 @@ func (e *Env) varNames() []string {
 // Program is a compiled expression, ready to evaluate many times. It is safe
 // for concurrent use.
 type Program struct {
-	text string
-	lang Lang
-	ev   evaluator
+	text  string
+	lang  Lang
+	ev    evaluator
+	reads []string // the declared variables it reads
+	clock bool     // it reads the clock: now()
 }
 
 // evaluator is a backend's compiled expression.
@@ -139,6 +141,20 @@ func (p *Program) Eval(vars map[string]any) (v any, err error) {
 		return nil, fmt.Errorf("%s: %w", p.text, err)
 	}
 	return v, nil
+}
+
+// readsOnly reports whether the expression reads no variable but those
+// in consts, and not the clock: its value with them is a constant.
+func (p *Program) readsOnly(consts map[string]any) bool {
+	if p.clock {
+		return false
+	}
+	for _, name := range p.reads {
+		if _, ok := consts[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // EvalBool evaluates a condition; a result that is not a boolean is an error.
@@ -172,6 +188,8 @@ type compilation struct {
 	env   *Env
 	want  *Type
 	diags Diagnostics
+	reads []string // the Program's
+	clock bool
 }
 
 func (c *compilation) compile() (*Program, Diagnostics) {
@@ -195,7 +213,7 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 		c.hintComment()
 		return nil, c.diags
 	}
-	return &Program{text: c.text, lang: c.src.Lang, ev: ev}, c.diags
+	return &Program{text: c.text, lang: c.src.Lang, ev: ev, reads: c.reads, clock: c.clock}, c.diags
 }
 
 // hintComment explains a syntax error in an unquoted expression that YAML

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,6 +75,7 @@ func (c *compilation) compileCEL() evaluator {
 	}
 	c.checkResult(celKind(checked.OutputType()), 0)
 	c.celCost(ce, checked)
+	c.reads = celReads(checked, c.env)
 	var opts []cel.ProgramOption
 	if !sizeBounded(ce, checked) {
 		opts = append(opts, cel.CostLimit(CELCostLimit))
@@ -84,6 +86,18 @@ func (c *compilation) compileCEL() evaluator {
 		return nil
 	}
 	return &celProgram{prg: prg, norms: ce.norms}
+}
+
+// celReads returns the declared variables a checked CEL expression reads
+// (CEL's standard library has no clock).
+func celReads(checked *cel.Ast, env *Env) []string {
+	var reads []string
+	for _, ref := range checked.NativeRep().ReferenceMap() {
+		if _, ok := env.Vars[ref.Name]; ok && ref.Value == nil && !slices.Contains(reads, ref.Name) {
+			reads = append(reads, ref.Name)
+		}
+	}
+	return reads
 }
 
 // celIssues reports CEL's errors, skipping those on expressions already

@@ -92,3 +92,27 @@ func exprChildren(n ast.Node) []ast.Node {
 	}
 	return nil
 }
+
+// exprReads returns the declared variables an expr tree reads, and
+// whether it reads the clock (now()).
+func exprReads(n ast.Node, env *Env) (reads []string, clock bool) {
+	var walk func(ast.Node)
+	walk = func(n ast.Node) {
+		switch n := n.(type) {
+		case nil:
+			return
+		case *ast.IdentifierNode:
+			if _, ok := env.Vars[n.Value]; ok && !slices.Contains(reads, n.Value) {
+				reads = append(reads, n.Value)
+			}
+			clock = clock || n.Value == "now"
+		case *ast.BuiltinNode:
+			clock = clock || n.Name == "now"
+		}
+		for _, ch := range exprChildren(n) {
+			walk(ch)
+		}
+	}
+	walk(n)
+	return reads, clock
+}

@@ -132,6 +132,32 @@ func stringEnd(text string, i int, quote byte) int {
 // Text returns the template's source text.
 func (t *Template) Text() string { return t.text }
 
+// With returns the template with the expressions that read no variable
+// but those in consts (and not the clock) rendered once, with consts,
+// into its text: a planner's list of tools is rendered when the planner
+// is built, not at every call. An expression that fails stays, to fail
+// when the template renders.
+func (t *Template) With(consts map[string]any) *Template {
+	out := &Template{text: t.text}
+	var lit strings.Builder
+	for _, p := range t.parts {
+		if p.prog == nil {
+			lit.WriteString(p.lit)
+			continue
+		}
+		if p.prog.readsOnly(consts) {
+			if v, err := p.prog.Eval(consts); err == nil {
+				writeValue(&lit, v)
+				continue
+			}
+		}
+		out.addLiteral(&lit)
+		out.parts = append(out.parts, p)
+	}
+	out.addLiteral(&lit)
+	return out
+}
+
 // Render evaluates the template's expressions with vars and returns the
 // text. Strings are inserted as they are, null as nothing, numbers and
 // booleans as in JSON, lists and objects as JSON.

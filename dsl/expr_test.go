@@ -387,6 +387,46 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
+// TestTemplateWith: With renders the expressions that read only its
+// constants (here input) once; those that read other variables or the
+// clock stay to render at each Render.
+func TestTemplateWith(t *testing.T) {
+	consts := map[string]any{"input": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}
+	vars := map[string]any{"state": map[string]any{"step_count": 3.0}} // no input: only what With rendered has it
+	tests := []struct {
+		lang       Lang
+		text, want string
+		exprsLeft  int
+	}{
+		{Expr, `${join(map(input, .name), ",")} at ${state.step_count}, ${1 + 1} ${let x = input; len(x)}`, "a,b at 3, 2 2", 1},
+		{CEL, `${input.map(t, t.name)} at ${state.step_count}, ${size(input)}`, `["a","b"] at 3, 2`, 1},
+		{Expr, `${now().Year() > 2000} ${len(input)}`, "true 2", 1},
+		{CEL, `${state.step_count + size(input)}`, "", 1},
+	}
+	for _, tt := range tests {
+		tpl, ds := CompileTemplate(Source{Text: tt.text, Lang: tt.lang}, testEnv())
+		if tpl == nil {
+			t.Fatalf("CompileTemplate(%q): %v", tt.text, ds)
+		}
+		with := tpl.With(consts)
+		left := 0
+		for _, p := range with.parts {
+			if p.prog != nil {
+				left++
+			}
+		}
+		if left != tt.exprsLeft {
+			t.Errorf("%s: %d expressions left after With, want %d", tt.text, left, tt.exprsLeft)
+		}
+		if tt.want == "" {
+			continue
+		}
+		if got, err := with.Render(vars); err != nil || got != tt.want {
+			t.Errorf("%s: With(…).Render = %q, %v; want %q", tt.text, got, err, tt.want)
+		}
+	}
+}
+
 // TestTemplateTextAlone: a template without expressions renders as its
 // text, allocating nothing.
 func TestTemplateTextAlone(t *testing.T) {
