@@ -20,13 +20,32 @@ func (in *Input) Vars() map[string]any {
 // it began and the clock's reading (RFC 3339 times in UTC), and the limits
 // the turn runs under: max_steps and timeout_seconds (0: none).
 func (r *Run) runVar() map[string]any {
+	f := r.fixedRunVars()
+	return map[string]any{"thread": r.Thread, "started_at": f.startedAt,
+		"now": r.clock.Now().UTC().Format(time.RFC3339Nano), "limits": f.limits}
+}
+
+// runFixed is what run shows that does not change during a turn: its
+// start, formatted, and its limits (expressions cannot change a map).
+type runFixed struct {
+	started   time.Time
+	startedAt string
+	limits    map[string]any
+}
+
+// fixedRunVars returns the turn's runFixed, made at its first use.
+func (r *Run) fixedRunVars() *runFixed {
+	f := &r.runFixed
+	if f.limits != nil && f.started.Equal(r.started) {
+		return f
+	}
 	timeout := r.Graph.Timeout
 	if t := r.meter.budget.Timeout; t > 0 && (timeout == 0 || t < timeout) {
 		timeout = t
 	}
-	limits := map[string]any{"max_steps": int64(r.Graph.MaxSteps), "timeout_seconds": timeout.Seconds()}
-	return map[string]any{"thread": r.Thread, "started_at": r.started.UTC().Format(time.RFC3339Nano),
-		"now": r.clock.Now().UTC().Format(time.RFC3339Nano), "limits": limits}
+	*f = runFixed{started: r.started, startedAt: r.started.UTC().Format(time.RFC3339Nano),
+		limits: map[string]any{"max_steps": int64(r.Graph.MaxSteps), "timeout_seconds": timeout.Seconds()}}
+	return f
 }
 
 // Now returns the run's clock reading.

@@ -26,6 +26,7 @@ type Run struct {
 	sinceSnap int       // bytes written since the newest snapshot
 	snapSize  int       // bytes of the newest snapshot
 	vars      map[string]any
+	runFixed  runFixed       // what runVar shows that a turn does not change
 	budget    map[string]any // the expressions' view of meter
 	meter     *meter
 	ownsMeter bool   // false in a child thread: its parent checkpoints the usage
