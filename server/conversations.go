@@ -51,7 +51,7 @@ type convRun struct {
 
 	mu     sync.Mutex
 	events []convEvent
-	wake   chan struct{} // closed and replaced when an event is added
+	wake   chan struct{} // closed when an event is added; made when a stream waits
 	ended  bool
 	tokens int64
 	cost   float64
@@ -72,7 +72,7 @@ func newConvHub() *convHub {
 
 // begin records that l's execution of its conversation begins.
 func (h *convHub) begin(l *liveRun) *convRun {
-	c := &convRun{hub: h, thread: l.rec.Thread, run: l.rec.ID, wake: make(chan struct{})}
+	c := &convRun{hub: h, thread: l.rec.Thread, run: l.rec.ID}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.running[c.thread] = c
@@ -143,24 +143,28 @@ func (c *convRun) end(e runEnd) {
 		data["error"] = e.err
 	}
 	c.add(convEvent{name: "done", done: data})
-	c.mu.Lock()
-	c.ended = true
-	c.mu.Unlock()
 }
 
+// add adds e (done ends the execution) and wakes the streams waiting.
 func (c *convRun) add(e convEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, e)
-	close(c.wake)
-	c.wake = make(chan struct{})
+	c.ended = e.name == "done"
+	if c.wake != nil {
+		close(c.wake)
+		c.wake = nil
+	}
 }
 
 // since returns the events after the first n, whether the execution has
-// ended, and a channel closed at the next event.
+// ended (done is the last event), and a channel closed at the next event.
 func (c *convRun) since(n int) ([]convEvent, bool, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.wake == nil && !c.ended {
+		c.wake = make(chan struct{})
+	}
 	return c.events[n:], c.ended, c.wake
 }
 
