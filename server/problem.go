@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -53,11 +54,28 @@ func asProblem(err error) *problem {
 	return problemf(http.StatusInternalServerError, "%v", err)
 }
 
-// writeJSON writes v as a JSON response of status.
+// writeJSON writes v as a JSON response of status, with its length: the
+// body goes out whole, not chunked, in one write where it fits. A value
+// that cannot be encoded is a 500 problem.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = runner.WriteJSON(w, v, false)
+	if err := runner.WriteJSON(sized{w, status}, v, false); err != nil {
+		writeProblem(w, fmt.Errorf("the answer cannot be encoded as JSON: %w", err))
+	}
+}
+
+// sized writes a JSON body of status, given whole in one Write, with its
+// Content-Length.
+type sized struct {
+	w      http.ResponseWriter
+	status int
+}
+
+func (s sized) Write(body []byte) (int, error) {
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	s.w.WriteHeader(s.status)
+	return s.w.Write(body)
 }
 
 // decodeBody decodes a JSON request body into v; an empty body leaves v

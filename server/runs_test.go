@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,20 @@ func TestWait(t *testing.T) {
 	intr, _ := out["__interrupt__"].([]any)
 	if len(intr) != 1 || out["messages"].([]any)[0].(map[string]any)["type"] != "human" {
 		t.Errorf("paused stateless run = %v", out)
+	}
+}
+
+// TestWaitAnswerSized: an answer ready at once goes out with its length,
+// not chunked (one write where it fits, no closing chunk).
+func TestWaitAnswerSized(t *testing.T) {
+	e := newEnv(t)
+	long := strings.Repeat("a long message ", 400) // 6 KB: past net/http's own sizing of small bodies
+	resp := e.request("POST", "/runs/wait", map[string]any{"assistant_id": "approval",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": long}}}})
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 || len(body) < len(long) {
+		t.Errorf("answer %d, Content-Length %d for %d bytes, Transfer-Encoding %v", resp.StatusCode, resp.ContentLength, len(body), resp.TransferEncoding)
 	}
 }
 
