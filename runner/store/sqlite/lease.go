@@ -14,7 +14,7 @@ import (
 // or its lease expired by ?3, with the next token; it returns no row when
 // another owner holds the thread.
 const sqliteAcquire = `
-INSERT INTO leases (thread, owner, token, expires_at) VALUES (?1, ?2, 1, ?4)
+INSERT OR ROLLBACK INTO leases (thread, owner, token, expires_at) VALUES (?1, ?2, 1, ?4)
 ON CONFLICT (thread) DO UPDATE SET owner = excluded.owner, token = leases.token + 1,
 	expires_at = excluded.expires_at
 WHERE leases.expires_at <= ?3
@@ -25,7 +25,7 @@ const sqliteHolder = `SELECT owner, token, expires_at FROM leases WHERE thread =
 
 // sqliteRenew sets the expiry of lease ?2 of thread ?1 to ?3 if current,
 // and not released when renewing (?3 > 0).
-const sqliteRenew = `UPDATE leases SET expires_at = ?3 WHERE thread = ?1 AND token = ?2 AND (?3 = 0 OR expires_at > 0)`
+const sqliteRenew = `UPDATE OR ROLLBACK leases SET expires_at = ?3 WHERE thread = ?1 AND token = ?2 AND (?3 = 0 OR expires_at > 0)`
 
 func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (store.Lease, error) {
 	if err := store.CheckLease(thread, owner, ttl); err != nil {

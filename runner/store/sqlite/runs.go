@@ -56,12 +56,12 @@ const runColumns = `id, thread, tenant, assistant, status, multitask_strategy, i
 // (batch.go): each changes one row, or none when its record exists
 // (a create) or does not (an update).
 const (
-	sqliteCreateThread = `INSERT INTO thread_records (id, tenant, metadata, created_at, updated_at)
+	sqliteCreateThread = `INSERT OR ROLLBACK INTO thread_records (id, tenant, metadata, created_at, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (id) DO NOTHING`
-	sqliteUpdateThread = `UPDATE thread_records SET metadata = ?2, updated_at = ?3 WHERE id = ?1`
-	sqliteCreateRun    = `INSERT INTO runs (` + runColumns + `)
+	sqliteUpdateThread = `UPDATE OR ROLLBACK thread_records SET metadata = ?2, updated_at = ?3 WHERE id = ?1`
+	sqliteCreateRun    = `INSERT OR ROLLBACK INTO runs (` + runColumns + `)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (id) DO NOTHING`
-	sqliteSetRunStatus = `UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1`
+	sqliteSetRunStatus = `UPDATE OR ROLLBACK runs SET status = ?2, updated_at = ?3 WHERE id = ?1`
 )
 
 // The reads of a thread record, a run and a run's events after a
@@ -293,7 +293,7 @@ func sqliteAppend(n int) string {
 		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+4, 2*i+5)
 	}
 	b.WriteString(`)
-INSERT INTO run_events (run, seq, event, data, created_at)
+INSERT OR ROLLBACK INTO run_events (run, seq, event, data, created_at)
 SELECT ?1, r.last_seq + ?3 + i, event, data, ?2 FROM runs r, batch WHERE r.id = ?1`)
 	return b.String()
 }
@@ -302,8 +302,8 @@ SELECT ?1, r.last_seq + ?3 + i, event, data, ?2 FROM runs r, batch WHERE r.id = 
 // sqliteEnded also sets its status ?3 at time ?4. Each returns the new
 // last_seq, no row for an unknown run.
 const (
-	sqliteAppended = `UPDATE runs SET last_seq = last_seq + ?2 WHERE id = ?1 RETURNING last_seq`
-	sqliteEnded    = `UPDATE runs SET last_seq = last_seq + ?2, status = ?3, updated_at = ?4 WHERE id = ?1 RETURNING last_seq`
+	sqliteAppended = `UPDATE OR ROLLBACK runs SET last_seq = last_seq + ?2 WHERE id = ?1 RETURNING last_seq`
+	sqliteEnded    = `UPDATE OR ROLLBACK runs SET last_seq = last_seq + ?2, status = ?3, updated_at = ?4 WHERE id = ?1 RETURNING last_seq`
 )
 
 func (s *sqliteStore) AppendEvents(ctx context.Context, run string, events []store.EventInput) (int64, error) {

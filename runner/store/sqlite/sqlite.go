@@ -185,7 +185,7 @@ VALUES ((SELECT k.key FROM thread_keys k WHERE k.id = ?1
 	?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 
 // sqliteAddKey gives thread ?1 its key, if it has none.
-const sqliteAddKey = `INSERT INTO thread_keys (id) VALUES (?1) ON CONFLICT (id) DO NOTHING`
+const sqliteAddKey = `INSERT OR ROLLBACK INTO thread_keys (id) VALUES (?1) ON CONFLICT (id) DO NOTHING`
 
 // sqliteKey is the key of thread ?1 (NULL for none), as a subquery.
 const sqliteKey = `(SELECT key FROM thread_keys WHERE id = ?1)`

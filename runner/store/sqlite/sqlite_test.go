@@ -332,3 +332,15 @@ func TestSQLiteMigrateV7(t *testing.T) {
 		t.Errorf("Events after migration = %+v, %v", evs, err)
 	}
 }
+
+// TestWritesFailWhole checks that every statement of the group commit
+// fails as a whole transaction (OR ROLLBACK) or not at all (OR IGNORE),
+// so SQLite keeps no statement journal for it (see putReq).
+func TestWritesFailWhole(t *testing.T) {
+	for _, q := range []string{sqlitePut, sqliteAddKey, sqliteAcquire, sqliteRenew, sqliteCreateThread,
+		sqliteUpdateThread, sqliteCreateRun, sqliteSetRunStatus, sqliteAppend(1), sqliteAppended, sqliteEnded} {
+		if !strings.Contains(q, " OR ROLLBACK ") && !strings.Contains(q, " OR IGNORE ") {
+			t.Errorf("no OR ROLLBACK or OR IGNORE in %s", q)
+		}
+	}
+}
