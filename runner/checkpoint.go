@@ -58,13 +58,20 @@ type meta struct {
 	Caught map[string]any `json:"caught,omitempty"`
 }
 
+// snapshotEvery is how many times its size the writes since a snapshot
+// add up to before the state is written whole again: snapshots cost a step
+// at most half what it writes, and a resume replays at most twice a
+// state's worth of writes. (At once its size, the fraud loop wrote three
+// snapshots a run, a third of the bytes its checkpoints encode.)
+const snapshotEvery = 2
+
 // checkpoint writes the next checkpoint of the thread, durably unless the
 // run's durability mode defers a step's checkpoint (durability.go): in
 // async mode it is queued, in exit mode not written at all, and the next
-// checkpoint written is a snapshot. It holds the step's writes; the whole state is written again only once the writes
-// since the last snapshot add up to that snapshot's size. So a step costs
-// what it changed, not what the state holds, and a resume replays at most
-// a state's worth of writes.
+// checkpoint written is a snapshot. It holds the step's writes; the whole
+// state is written again only once the writes since the last snapshot add
+// up to snapshotEvery times its size. So a step costs what it changed, not
+// what the state holds, and a resume replays a bounded suffix.
 func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	st := r.engine.Store
 	if st == nil {
@@ -81,7 +88,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 			return fmt.Errorf("%w: %v", errStore, err)
 		}
 	}
-	snap := c.snapshot || r.unsaved || (r.snapSize > 0 && r.sinceSnap >= r.snapSize)
+	snap := c.snapshot || r.unsaved || (r.snapSize > 0 && r.sinceSnap >= snapshotEvery*r.snapSize)
 	parent := r.id
 	if c.branchFrom > 0 {
 		parent = c.branchFrom
