@@ -126,7 +126,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
 	if err == nil && (snap || c.err != nil || m.Usage != nil || m.SideWrites != nil || m.Journal != nil || m.Caught != nil) {
-		cp.Meta, err = json.Marshal(m)
+		cp.Meta, err = m.appendJSON(nil)
 	}
 	if err != nil {
 		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
+	"time"
 )
 
 // controls holds every ASCII control character and DEL.
@@ -81,5 +83,35 @@ func TestMarshalJSONOwnsItsBytes(t *testing.T) {
 	_ = enc.Encode(v)
 	if err := WriteJSON(&got, v, false); err != nil || got.String() != want.String() {
 		t.Fatalf("WriteJSON = %q, %v; want %q", got.String(), err, want.String())
+	}
+}
+
+// TestMetaJSON: a checkpoint's meta is written as json.Marshal writes it.
+func TestMetaJSON(t *testing.T) {
+	started := time.Date(2026, 11, 25, 8, 0, 0, 123456789, time.UTC)
+	for _, m := range []meta{
+		{},
+		{Usage: &RunUsage{ToolCalls: 2}},
+		{Usage: &RunUsage{Usage: Usage{InputTokens: 10, OutputTokens: 3, CachedInputTokens: 4}, CostUSD: 0.0025,
+			LLMCalls: 1, ToolCalls: 2, Iterations: 3, StructuredRetries: 1}},
+		{Input: map[string]any{"q": "<tag> & é"}, Defs: map[string]string{"pipeline/p": "abc", "agent/a": "d\"ef"},
+			Tenant: "acme", Turn: 3, Started: started, Usage: &RunUsage{}},
+		{Error: &RunError{Code: "node_error", Node: "n", Message: "boom"}, Budget: &Budget{MaxTokens: 5},
+			SideWrites: Update{"a": 1}, Pending: Update{"b": []any{"x"}}, Journal: []*callEntry{{}},
+			Caught: map[string]any{"message": "m", "kind": "k"}},
+	} {
+		want, err := json.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.appendJSON(nil); err != nil || string(got) != string(want) {
+			t.Errorf("meta.appendJSON = %s, %v\n              want %s", got, err, want)
+		}
+	}
+	if _, err := (&meta{Usage: &RunUsage{CostUSD: math.NaN()}}).appendJSON(nil); err == nil {
+		t.Error("meta.appendJSON of a NaN cost: no error")
+	}
+	if n := reflect.TypeFor[meta]().NumField(); n != 12 {
+		t.Errorf("meta has %d fields, not 12: write the new ones in meta.appendJSON, and here", n)
 	}
 }
