@@ -105,33 +105,34 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if r.ownsMeter {
 		m.Usage, m.Budget = r.meter.record(snap)
 	}
+	// The JSON sits in a scratch buffer while written (Put keeps a copy):
+	// the state's or the writes', then the meta's.
+	p := scratch.Get().(*[]byte)
+	defer freeScratch(p)
+	b := (*p)[:0]
 	var err error
-	var held *[]byte // the scratch buffer the state's JSON sits in while written
-	defer func() { freeScratch(held) }()
-	encode := func(v any) ([]byte, error) {
-		if deferred { // written later: its own copy
-			return MarshalJSON(v)
-		}
-		p, err := encodeScratch(v, true) // Put keeps a copy
-		held = p
-		return *p, err
-	}
 	if snap {
 		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
-		cp.Snapshot, err = encode(c.state)
+		b, err = AppendJSON(b, c.state, true)
+		cp.Snapshot = b[:len(b):len(b)]
 	} else if c.writes != nil {
-		cp.Writes, err = encode(c.writes)
+		b, err = AppendJSON(b, c.writes, true)
+		cp.Writes = b[:len(b):len(b)]
 	}
 	if err == nil && c.interrupt != nil {
 		cp.Interrupt, err = json.Marshal(c.interrupt)
 	}
 	if err == nil && (snap || c.err != nil || m.Usage != nil || m.SideWrites != nil || m.Journal != nil || m.Caught != nil) {
-		cp.Meta, err = m.appendJSON(nil)
+		n := len(b)
+		b, err = m.appendJSON(b)
+		cp.Meta = b[n:]
 	}
+	*p = b
 	if err != nil {
 		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)
 	}
-	if deferred {
+	if deferred { // written later: its own copies
+		cp.Snapshot, cp.Writes, cp.Meta = bytes.Clone(cp.Snapshot), bytes.Clone(cp.Writes), bytes.Clone(cp.Meta)
 		err = r.putAsync(ctx, cp)
 	} else {
 		err = st.Put(ctx, cp)
