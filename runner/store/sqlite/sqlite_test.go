@@ -95,15 +95,7 @@ func TestSQLiteReopen(t *testing.T) {
 }
 
 func TestSQLiteNewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runner.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`PRAGMA user_version = 99`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldFile(t, `PRAGMA user_version = 99`)
 	s, err := Open(path)
 	if err == nil {
 		s.Close()
@@ -111,6 +103,24 @@ func TestSQLiteNewerSchema(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
 		t.Errorf("Open of a newer schema err = %v, want a schema version error", err)
 	}
+}
+
+// oldFile makes a database file as an older (or newer) build left it:
+// queries run on a plain connection, without the store's migrations.
+func oldFile(t *testing.T, queries ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "runner.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range queries {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
 }
 
 func TestRunStoreConformance(t *testing.T) {
@@ -124,18 +134,8 @@ func TestRunStoreConformance(t *testing.T) {
 // 4), keeps the checkpoint and the thread's summary, refuses a repeated
 // id, and takes run records and leases.
 func TestSQLiteMigrateV1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runner.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{sqliteMigrations[0], `PRAGMA user_version = 1`,
-		`INSERT INTO checkpoints VALUES ('t', 1, 0, 1, 'n', 'm', 'running', 'p', 'h', '', 1700000000000000000, NULL, NULL, '{"n":1}', NULL)`} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+	path := oldFile(t, sqliteMigrations[0], `PRAGMA user_version = 1`,
+		`INSERT INTO checkpoints VALUES ('t', 1, 0, 1, 'n', 'm', 'running', 'p', 'h', '', 1700000000000000000, NULL, NULL, '{"n":1}', NULL)`)
 	s := openTest(t, path)
 	ctx := context.Background()
 	if cps, err := s.Load(ctx, "t", 0); err != nil || len(cps) != 1 || string(cps[0].Writes) != `{"n":1}` {
@@ -309,20 +309,9 @@ func TestAppendWithoutTempTable(t *testing.T) {
 // TestSQLiteMigrateV7 opens a file of schema version 7 holding a run with
 // two events: an append numbers its events after them.
 func TestSQLiteMigrateV7(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "runner.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qs := append(slices.Clone(sqliteMigrations[:7]), `PRAGMA user_version = 7`,
+	path := oldFile(t, append(slices.Clone(sqliteMigrations[:7]), `PRAGMA user_version = 7`,
 		`INSERT INTO runs VALUES ('r', 't', '', 'a', 'running', 'reject', '', NULL, NULL, 1, 1)`,
-		`INSERT INTO run_events VALUES ('r', 1, 'metadata', NULL, 1), ('r', 2, 'values', NULL, 1)`)
-	for _, q := range qs {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+		`INSERT INTO run_events VALUES ('r', 1, 'metadata', NULL, 1), ('r', 2, 'values', NULL, 1)`)...)
 	s := openTest(t, path).(store.RunStore)
 	ctx := context.Background()
 	if seq, err := s.AppendEvents(ctx, "r", []store.EventInput{{Event: "end"}}); err != nil || seq != 3 {
