@@ -348,6 +348,37 @@ func TestSnapshotsBoundReplay(t *testing.T) {
 	}
 }
 
+// TestSnapshotAtTwiceItsSize checks where snapshots fall: at the first
+// checkpoint after the writes since the last one reach twice its size.
+func TestSnapshotAtTwiceItsSize(t *testing.T) {
+	ctx := context.Background()
+	e := &runner.Engine{Store: newStore(t)}
+	if _, err := e.Run(ctx, loopGraph(60, 100), "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	hist, _ := e.Store.History(ctx, "t")
+	snapSize, since, snaps := 0, 0, 0
+	for _, h := range hist {
+		cps, err := e.Store.Load(ctx, "t", h.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := cps[len(cps)-1]
+		isSnap := cp.Snapshot != nil
+		if want := h.ID == 1 || since >= 2*snapSize; isSnap != want {
+			t.Fatalf("checkpoint %d: snapshot %v, want %v (%d bytes written since a snapshot of %d)", h.ID, isSnap, want, since, snapSize)
+		}
+		if isSnap {
+			snapSize, since, snaps = len(cp.Snapshot), 0, snaps+1
+		} else {
+			since += len(cp.Writes)
+		}
+	}
+	if snaps < 3 {
+		t.Errorf("%d snapshots in %d checkpoints: the loop should cross the threshold twice", snaps, len(hist))
+	}
+}
+
 // TestBudgetStepsInNodes checks the budget nodes see counts the steps
 // before theirs, also after an on_error route.
 func TestBudgetStepsInNodes(t *testing.T) {
