@@ -109,11 +109,11 @@ func (e *Env) varNames() []string {
 // Program is a compiled expression, ready to evaluate many times. It is safe
 // for concurrent use.
 type Program struct {
-	text  string
-	lang  Lang
-	ev    evaluator
-	reads []string // the declared variables it reads
-	clock bool     // it reads the clock: now()
+	text   string
+	lang   Lang
+	ev     evaluator
+	reads  []string // the declared variables it reads
+	varies bool     // it reads what no declared variable holds: the clock, $env
 }
 
 // evaluator is a backend's compiled expression.
@@ -144,9 +144,9 @@ func (p *Program) Eval(vars map[string]any) (v any, err error) {
 }
 
 // readsOnly reports whether the expression reads no variable but those
-// in consts, and not the clock: its value with them is a constant.
+// in consts, and nothing that varies: its value with them is a constant.
 func (p *Program) readsOnly(consts map[string]any) bool {
-	if p.clock {
+	if p.varies {
 		return false
 	}
 	for _, name := range p.reads {
@@ -182,14 +182,14 @@ func Compile(src Source, env *Env, want *Type) (*Program, Diagnostics) {
 // compilation is the state of compiling one expression, possibly embedded at
 // offset base of src.Text (a template's ${...}).
 type compilation struct {
-	src   Source
-	base  int
-	text  string
-	env   *Env
-	want  *Type
-	diags Diagnostics
-	reads []string // the Program's
-	clock bool
+	src    Source
+	base   int
+	text   string
+	env    *Env
+	want   *Type
+	diags  Diagnostics
+	reads  []string // the Program's
+	varies bool
 }
 
 func (c *compilation) compile() (*Program, Diagnostics) {
@@ -213,7 +213,7 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 		c.hintComment()
 		return nil, c.diags
 	}
-	return &Program{text: c.text, lang: c.src.Lang, ev: ev, reads: c.reads, clock: c.clock}, c.diags
+	return &Program{text: c.text, lang: c.src.Lang, ev: ev, reads: c.reads, varies: c.varies}, c.diags
 }
 
 // hintComment explains a syntax error in an unquoted expression that YAML

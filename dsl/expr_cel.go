@@ -89,7 +89,7 @@ func (c *compilation) compileCEL() evaluator {
 }
 
 // celReads returns the declared variables a checked CEL expression reads
-// (CEL's standard library has no clock).
+// (CEL's standard library has no clock, and no name for all of them).
 func celReads(checked *cel.Ast, env *Env) []string {
 	var reads []string
 	for _, ref := range checked.NativeRep().ReferenceMap() {

@@ -94,7 +94,7 @@ func (c *compilation) compileExpr() evaluator {
 		c.exprError(err, CodeExprSyntax)
 		return nil
 	}
-	c.reads, c.clock = exprReads(tree.Node, c.env)
+	c.reads, c.varies = exprReads(tree.Node, c.env)
 	loops := boundLoops(&tree.Node)
 	_, err = checker.Check(tree, &cfg)
 	w := &exprWalker{c: c}

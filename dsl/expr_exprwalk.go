@@ -94,8 +94,9 @@ func exprChildren(n ast.Node) []ast.Node {
 }
 
 // exprReads returns the declared variables an expr tree reads, and
-// whether it reads the clock (now()).
-func exprReads(n ast.Node, env *Env) (reads []string, clock bool) {
+// whether it reads what no declared variable holds: the clock (now()) or
+// the whole environment ($env).
+func exprReads(n ast.Node, env *Env) (reads []string, varies bool) {
 	var walk func(ast.Node)
 	walk = func(n ast.Node) {
 		switch n := n.(type) {
@@ -105,14 +106,14 @@ func exprReads(n ast.Node, env *Env) (reads []string, clock bool) {
 			if _, ok := env.Vars[n.Value]; ok && !slices.Contains(reads, n.Value) {
 				reads = append(reads, n.Value)
 			}
-			clock = clock || n.Value == "now"
+			varies = varies || n.Value == "now" || n.Value == "$env"
 		case *ast.BuiltinNode:
-			clock = clock || n.Name == "now"
+			varies = varies || n.Name == "now"
 		}
 		for _, ch := range exprChildren(n) {
 			walk(ch)
 		}
 	}
 	walk(n)
-	return reads, clock
+	return reads, varies
 }

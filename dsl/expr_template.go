@@ -133,7 +133,7 @@ func stringEnd(text string, i int, quote byte) int {
 func (t *Template) Text() string { return t.text }
 
 // With returns the template with the expressions that read no variable
-// but those in consts (and not the clock) rendered once, with consts,
+// but those in consts (not the clock, not $env) rendered once, with consts,
 // into its text: a planner's list of tools is rendered when the planner
 // is built, not at every call. An expression that fails stays, to fail
 // when the template renders.

@@ -388,8 +388,8 @@ func TestTemplate(t *testing.T) {
 }
 
 // TestTemplateWith: With renders the expressions that read only its
-// constants (here input) once; those that read other variables or the
-// clock stay to render at each Render.
+// constants (here input) once; those that read other variables, the
+// clock or $env stay to render at each Render.
 func TestTemplateWith(t *testing.T) {
 	consts := map[string]any{"input": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}}
 	vars := map[string]any{"state": map[string]any{"step_count": 3.0}} // no input: only what With rendered has it
@@ -401,6 +401,7 @@ func TestTemplateWith(t *testing.T) {
 		{Expr, `${join(map(input, .name), ",")} at ${state.step_count}, ${1 + 1} ${let x = input; len(x)}`, "a,b at 3, 2 2", 1},
 		{CEL, `${input.map(t, t.name)} at ${state.step_count}, ${size(input)}`, `["a","b"] at 3, 2`, 1},
 		{Expr, `${now().Year() > 2000} ${len(input)}`, "true 2", 1},
+		{Expr, `${$env["state"] == nil} ${len(input)}`, "false 2", 1},
 		{CEL, `${state.step_count + size(input)}`, "", 1},
 	}
 	for _, tt := range tests {
