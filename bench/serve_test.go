@@ -26,8 +26,8 @@ import (
 // BenchmarkServe measures `runner serve` over loopback on SQLite with the
 // seed 004 fraud loop (fraud_investigator; an empty script, so the planner
 // falls back at once, as without a model server): runs/wait one client at
-// a time and 32 at once (runs/s, server CPU per run from the server
-// process's /proc stat, p50/p99 latency), 200 runs/s paced (p50/p99), the
+// a time and 32 at once (runs/s, the server process's CPU and read and
+// write calls per run from /proc, p50/p99 latency), 200 runs/s paced, the
 // time to the first SSE event of runs/stream, and 1,000 thread streams
 // held at once, each reading a run to its end. The server runs as its own
 // process; each phase is bounded in runs. Run it with
@@ -39,8 +39,8 @@ import (
 // that serves the loop as fraud_investigator (bench/serve.sh starts
 // LangGraph.js's own with bench/peer/serve). BENCH_SERVE_PHASE=NAME runs
 // that phase alone (sequential, 32-concurrent, paced-200/s, ttfe,
-// held-streams); BENCH_SERVE_CPUPROFILE=FILE has the server write its CPU
-// profile there.
+// held-streams); BENCH_SERVE_CPUPROFILE=FILE and BENCH_SERVE_MEMPROFILE=FILE
+// have the server write its CPU and allocation profiles there.
 func BenchmarkServe(b *testing.B) {
 	raiseFileLimit(b)
 	srv := startServe(b)
@@ -111,12 +111,15 @@ func startServe(b *testing.B) *served {
 	}
 	cmd := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--store", dsn, "--script", script)
 	cmd.Dir = ".."
-	if prof := os.Getenv("BENCH_SERVE_CPUPROFILE"); prof != "" {
-		abs, err := filepath.Abs(prof)
-		if err != nil {
-			b.Fatal(err)
+	cmd.Env = os.Environ()
+	for bench, runner := range map[string]string{"BENCH_SERVE_CPUPROFILE": "RUNNER_CPUPROFILE", "BENCH_SERVE_MEMPROFILE": "RUNNER_MEMPROFILE"} {
+		if prof := os.Getenv(bench); prof != "" {
+			abs, err := filepath.Abs(prof)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd.Env = append(cmd.Env, runner+"="+abs)
 		}
-		cmd.Env = append(os.Environ(), "RUNNER_CPUPROFILE="+abs)
 	}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -165,8 +168,15 @@ func (s *served) post(path string, body any) ([]byte, error) {
 	return out, err
 }
 
-// cpu is the server process's CPU time so far (user + system).
-func (s *served) cpu(b *testing.B) time.Duration {
+// usage is what the server process has used so far: CPU time (user +
+// system) and read and write calls (files and sockets alike).
+type usage struct {
+	cpu           time.Duration
+	reads, writes int64
+}
+
+// usage reads the server process's usage from /proc.
+func (s *served) usage(b *testing.B) usage {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.pid))
 	if err != nil {
 		b.Fatal(err)
@@ -174,13 +184,34 @@ func (s *served) cpu(b *testing.B) time.Duration {
 	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:])) // fields from 3 (state) on
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	u := usage{cpu: time.Duration(utime+stime) * time.Second / 100} // USER_HZ
+	raw, err = os.ReadFile(fmt.Sprintf("/proc/%d/io", s.pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		key, val, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		n, _ := strconv.ParseInt(val, 10, 64)
+		switch key {
+		case "syscr":
+			u.reads = n
+		case "syscw":
+			u.writes = n
+		}
+	}
+	return u
+}
+
+// since is what the process used from u0 to u.
+func (u usage) since(u0 usage) usage {
+	return usage{cpu: u.cpu - u0.cpu, reads: u.reads - u0.reads, writes: u.writes - u0.writes}
 }
 
 // result is what a phase measured.
 type result struct {
 	runs, errors int
-	wall, cpu    time.Duration
+	wall         time.Duration
+	used         usage
 	latencies    []time.Duration
 }
 
@@ -190,7 +221,7 @@ func (s *served) load(b *testing.B, clients, n int, call func() error) result {
 	r := result{runs: n}
 	var left atomic.Int64
 	left.Store(int64(n))
-	cpu0, t0 := s.cpu(b), time.Now()
+	u0, t0 := s.usage(b), time.Now()
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Add(1)
@@ -210,7 +241,7 @@ func (s *served) load(b *testing.B, clients, n int, call func() error) result {
 		}()
 	}
 	wg.Wait()
-	r.wall, r.cpu = time.Since(t0), s.cpu(b)-cpu0
+	r.wall, r.used = time.Since(t0), s.usage(b).since(u0)
 	return r
 }
 
@@ -219,7 +250,7 @@ func (s *served) paced(b *testing.B, rate, n int, call func(i int) error) result
 	r := result{runs: n}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	cpu0, t0 := s.cpu(b), time.Now()
+	u0, t0 := s.usage(b), time.Now()
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	for i := range n {
@@ -239,7 +270,7 @@ func (s *served) paced(b *testing.B, rate, n int, call func(i int) error) result
 		}()
 	}
 	wg.Wait()
-	r.wall, r.cpu = time.Since(t0), s.cpu(b)-cpu0
+	r.wall, r.used = time.Since(t0), s.usage(b).since(u0)
 	return r
 }
 
@@ -247,13 +278,15 @@ func (s *served) paced(b *testing.B, rate, n int, call func(i int) error) result
 func (s *served) report(b *testing.B, name string, r result) {
 	p50, p99 := percentile(r.latencies, 50), percentile(r.latencies, 99)
 	perSec := float64(r.runs) / r.wall.Seconds()
-	cpuMs := float64(r.cpu.Microseconds()) / 1000 / float64(r.runs)
-	b.Logf("%-14s %5d runs %3d errors  %7.1f runs/s  %.2f ms CPU/run  p50 %6.2f ms  p99 %6.2f ms",
-		name, r.runs, r.errors, perSec, cpuMs, ms(p50), ms(p99))
+	cpuMs := float64(r.used.cpu.Microseconds()) / 1000 / float64(r.runs)
+	reads, writes := float64(r.used.reads)/float64(r.runs), float64(r.used.writes)/float64(r.runs)
+	b.Logf("%-14s %5d runs %3d errors  %7.1f runs/s  %.2f ms CPU/run  p50 %6.2f ms  p99 %6.2f ms  %.0f reads %.0f writes/run",
+		name, r.runs, r.errors, perSec, cpuMs, ms(p50), ms(p99), reads, writes)
 	b.ReportMetric(perSec, name+"-runs/s")
 	b.ReportMetric(cpuMs, name+"-cpu-ms/run")
 	b.ReportMetric(ms(p50), name+"-p50-ms")
 	b.ReportMetric(ms(p99), name+"-p99-ms")
+	b.ReportMetric(writes, name+"-writes/run")
 	if r.errors > 0 {
 		b.Errorf("%s: %d errors", name, r.errors)
 	}

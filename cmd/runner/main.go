@@ -40,7 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	stopProfile, err := startCPUProfile()
+	stopProfile, err := startProfiles()
 	if err == nil {
 		err = root.Execute()
 		stopProfile()

@@ -219,3 +219,21 @@ func TestValidateNeverEchoesASecret(t *testing.T) {
 		}
 	}
 }
+
+// TestProfiles: RUNNER_CPUPROFILE and RUNNER_MEMPROFILE have a command
+// write its CPU and allocation profiles (pprof's gzipped format).
+func TestProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	t.Setenv(cpuProfileEnv, cpu)
+	t.Setenv(memProfileEnv, mem)
+	if code, out, errOut := runCLI(t, append([]string{"validate"}, shipped...)...); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, path := range []string{cpu, mem} {
+		raw, err := os.ReadFile(path)
+		if err != nil || len(raw) < 2 || raw[0] != 0x1f || raw[1] != 0x8b {
+			t.Errorf("%s: %d bytes, %v; want a gzipped profile", path, len(raw), err)
+		}
+	}
+}

@@ -7,27 +7,52 @@ import (
 	"runtime/pprof"
 )
 
-// cpuProfileEnv names the file a command (`runner serve` for its whole
-// life) writes its CPU profile to, when set: for measuring runner as a
-// process.
-const cpuProfileEnv = "RUNNER_CPUPROFILE"
+// The variables that name the files a command (`runner serve` for its
+// whole life) writes its profiles to, when set: for measuring runner as
+// a process. The CPU profile covers the command; the allocation profile
+// ("allocs": every allocation sampled since the start, and what is live)
+// is written when it ends.
+const (
+	cpuProfileEnv = "RUNNER_CPUPROFILE"
+	memProfileEnv = "RUNNER_MEMPROFILE"
+)
 
-// startCPUProfile starts the CPU profile cpuProfileEnv asks for and
-// returns what ends it; without the variable it does nothing.
-func startCPUProfile() (stop func(), err error) {
-	path := os.Getenv(cpuProfileEnv)
-	if path == "" {
-		return func() {}, nil
+// startProfiles starts the profiles the variables ask for and returns
+// what ends them; without the variables it does nothing.
+func startProfiles() (stop func(), err error) {
+	stopCPU := func() {}
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		}
+		stopCPU = func() { pprof.StopCPUProfile(); f.Close() }
 	}
+	return func() {
+		stopCPU()
+		if path := os.Getenv(memProfileEnv); path != "" {
+			if err := writeProfile(path, "allocs"); err != nil {
+				fmt.Fprintf(os.Stderr, "runner: %s: %v\n", memProfileEnv, err)
+			}
+		}
+	}, nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(path, name string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		return err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", cpuProfileEnv, err)
+		return err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return f.Close()
 }
 
 // oneShot has the collector of a command that ends within a second
