@@ -15,10 +15,9 @@ const maxBatch = 128
 // putReq is a write: a Put, a lease's Acquire, Renew or Release, an
 // append of events, a record's creation or change: query run with args,
 // whose answer is the number of rows it changed (for a RETURNING
-// statement, the largest value it returned, 0 for no row), after the
-// writes before, if any (a thread's key for its first Put; a run's
-// status and the first chunks of a long append), in the same
-// transaction.
+// statement of one row at most, the value it returned, 0 for no row),
+// after the writes before, if any (a thread's key for its first Put; the
+// events of an append), in the same transaction.
 //
 // Each statement says OR ROLLBACK (OR IGNORE for a Put): a transaction
 // that fails is committed again write by write, so a statement need not
@@ -140,7 +139,7 @@ func (w *writer) exec(req *putReq) (int64, error) {
 }
 
 // run runs query with args: the rows it changed, or for a RETURNING
-// query the largest value of its first column (0 for no row).
+// query the integer it returned (0 for no row).
 func (w *writer) run(query string, args []any, returning bool) (int64, error) {
 	stmt, err := w.stmt(query)
 	if err != nil {
@@ -167,20 +166,17 @@ func (w *writer) run(query string, args []any, returning bool) (int64, error) {
 	} else {
 		w.row = w.row[:n]
 	}
-	var top int64
-	for {
-		switch err := rows.Next(w.row); {
-		case err == io.EOF:
-			return top, nil
-		case err != nil:
-			return 0, err
-		}
-		v, ok := w.row[0].(int64)
-		if !ok {
-			return 0, fmt.Errorf("sqlite: %q returned %T, not an integer", query, w.row[0])
-		}
-		top = max(top, v)
+	switch err := rows.Next(w.row); {
+	case err == io.EOF:
+		return 0, nil
+	case err != nil:
+		return 0, err
 	}
+	v, ok := w.row[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("sqlite: %q returned %T, not an integer", query, w.row[0])
+	}
+	return v, nil
 }
 
 // stmt returns query prepared on the connection, at its first use.
