@@ -330,27 +330,10 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestSnapshotsBoundReplay checks that snapshots are written as writes
-// accumulate, so a resume loads a suffix of the history, not all of it.
-func TestSnapshotsBoundReplay(t *testing.T) {
-	ctx := context.Background()
-	e := &runner.Engine{Store: newStore(t)}
-	if _, err := e.Run(ctx, loopGraph(30, 100), "t", nil); err != nil {
-		t.Fatal(err)
-	}
-	hist, _ := e.Store.History(ctx, "t")
-	cps, err := e.Store.Load(ctx, "t", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cps) >= len(hist)/2 || len(cps[0].Snapshot) == 0 || cps[0].ID == 1 {
-		t.Errorf("load returned %d of %d checkpoints from id %d; want a short suffix starting at a later snapshot", len(cps), len(hist), cps[0].ID)
-	}
-}
-
-// TestSnapshotAtTwiceItsSize checks where snapshots fall: at the first
-// checkpoint after the writes since the last one reach twice its size.
-func TestSnapshotAtTwiceItsSize(t *testing.T) {
+// TestSnapshots checks where snapshots fall — at the first checkpoint
+// after the writes since the last one reach twice its size — and that a
+// resume so loads a suffix of the history, not all of it.
+func TestSnapshots(t *testing.T) {
 	ctx := context.Background()
 	e := &runner.Engine{Store: newStore(t)}
 	if _, err := e.Run(ctx, loopGraph(60, 100), "t", nil); err != nil {
@@ -376,6 +359,13 @@ func TestSnapshotAtTwiceItsSize(t *testing.T) {
 	}
 	if snaps < 3 {
 		t.Errorf("%d snapshots in %d checkpoints: the loop should cross the threshold twice", snaps, len(hist))
+	}
+	cps, err := e.Store.Load(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cps) >= len(hist)/2 || len(cps[0].Snapshot) == 0 || cps[0].ID == 1 {
+		t.Errorf("load returned %d of %d checkpoints from id %d; want a short suffix starting at a later snapshot", len(cps), len(hist), cps[0].ID)
 	}
 }
 
