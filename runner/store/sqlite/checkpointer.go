@@ -8,9 +8,11 @@ import (
 // walWrites is how many writes the writer commits between two WAL
 // checkpoints: a write adds one to three pages to the log (a lone Put
 // about two and a half, one of a group of 17 under load about 1.3), so
-// some 650 to 1,250 pages, about the 1,000 at which SQLite's own would
-// run.
-const walWrites = 500
+// some 2,600 to 5,000 pages. A checkpoint copies each page once, however
+// many writes changed it since the last, and fsyncs twice: against 500
+// writes, a served run writes five fewer times to files and takes some
+// 4 % less CPU.
+const walWrites = 2000
 
 // checkpointer copies the write-ahead log into the database file from a
 // connection of its own (PRAGMA wal_checkpoint(PASSIVE), which writers
@@ -45,13 +47,13 @@ var holdCheckpoints atomic.Bool
 // sync=normal a checkpointer copies the log in the background, but
 // while writes go on it never catches up with the writer, whose next
 // transaction could then restart the log: the writer checkpoints what is
-// left (little) when the log reaches 4,000 pages, which bounds it at
-// 16 MB. With sync=full every commit waits for an fsync anyway, and a
+// left (little) when the log reaches 16,000 pages, which bounds it at
+// 64 MB. With sync=full every commit waits for an fsync anyway, and a
 // checkpointer's fsyncs beside the writer's made each commit slower
 // (1.4×), so the writer checkpoints alone, at SQLite's 1,000 pages.
 func autocheckpoint(opt options) string {
 	if background(opt) {
-		return "4000"
+		return "16000"
 	}
 	return "1000"
 }

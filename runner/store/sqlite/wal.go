@@ -5,7 +5,7 @@ import "database/sql"
 // WALBytes returns the bytes run writes to the write-ahead log of the
 // SQLite file at path (frames of a page and its header), starting from an
 // empty log; the stores of this process hold their background
-// checkpoints meanwhile, and run must write less than the 4,000 pages at
+// checkpoints meanwhile, and run must write less than the 16,000 pages at
 // which a store's writer checkpoints (autocheckpoint). For benchmarks.
 func WALBytes(path string, run func()) (int64, error) {
 	holdCheckpoints.Store(true)
