@@ -3,8 +3,10 @@ package builtins_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -263,7 +265,7 @@ func TestAnthropicStreaming(t *testing.T) {
 	}
 }
 
-// A call whose max_tokens the SDK refuses to make without streaming is
+// A call whose max_tokens could outlast an unstreamed call is
 // streamed even without OnToken.
 func TestAnthropicLongCallIsStreamed(t *testing.T) {
 	p, api := anthropicServe(t, anthropicSSE(anthropicStream))
@@ -442,6 +444,151 @@ func TestAnthropicDeadline(t *testing.T) {
 			var pe *runner.ProviderError
 			if !errors.As(err, &pe) {
 				t.Errorf("error %v is not a *runner.ProviderError", err)
+			}
+		})
+	}
+}
+
+func TestAnthropicHeaders(t *testing.T) {
+	p, api := anthropicServe(t, jsonReply(200, anthropicTextReply))
+	if _, err := p.Chat(context.Background(), &runner.ChatRequest{Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	_, header, _ := api.last()
+	for name, want := range map[string]string{"Anthropic-Version": "2023-06-01", "Content-Type": "application/json", "Authorization": ""} {
+		if got := header.Get(name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+// A call is streamed from the max_tokens whose reply could take more
+// than ten minutes at 128,000 tokens an hour.
+func TestAnthropicStreamThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		maxTokens  int
+		wantStream string
+	}{{21333, ""}, {21334, "true"}} {
+		reply := jsonReply(200, anthropicTextReply)
+		if tc.wantStream != "" {
+			reply = anthropicSSE(anthropicStream)
+		}
+		p, api := anthropicServe(t, reply)
+		_, err := p.Chat(context.Background(), &runner.ChatRequest{
+			Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}, Params: runner.Params{MaxTokens: tc.maxTokens},
+		})
+		if err != nil {
+			t.Fatalf("max_tokens %d: Chat: %v", tc.maxTokens, err)
+		}
+		_, _, body := api.last()
+		assertField(t, body, "stream", tc.wantStream)
+	}
+}
+
+// anthropicDeadlines answers every request from reply and records
+// whether its context had a deadline, and how far off.
+type anthropicDeadlines struct {
+	reply http.HandlerFunc
+	left  []time.Duration // 0: no deadline
+}
+
+func (d *anthropicDeadlines) RoundTrip(r *http.Request) (*http.Response, error) {
+	var left time.Duration
+	if at, ok := r.Context().Deadline(); ok {
+		left = time.Until(at)
+	}
+	d.left = append(d.left, left)
+	rec := httptest.NewRecorder()
+	d.reply(rec, r)
+	return rec.Result(), nil
+}
+
+// An unstreamed call may take ten minutes; a streamed one is not cut off.
+func TestAnthropicUnstreamedTimeout(t *testing.T) {
+	d := &anthropicDeadlines{reply: jsonReply(200, anthropicTextReply)}
+	p := builtins.NewAnthropic(builtins.Endpoint{APIKey: anthropicKey, Client: &http.Client{Transport: d}})
+	req := &runner.ChatRequest{Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}}
+	if _, err := p.Chat(context.Background(), req); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	d.reply = anthropicSSE(anthropicStream)
+	req.OnToken = func(string) {}
+	if _, err := p.Chat(context.Background(), req); err != nil {
+		t.Fatalf("streamed Chat: %v", err)
+	}
+	if len(d.left) != 2 || d.left[0] < 9*time.Minute || d.left[0] > 10*time.Minute || d.left[1] != 0 {
+		t.Errorf("deadlines %v, want 10m for the unstreamed call and none for the streamed one", d.left)
+	}
+}
+
+// anthropicEvents is a stream of the given data events, each named by its
+// type, after message_start.
+func anthropicEvents(events ...string) string {
+	var b strings.Builder
+	b.WriteString("event: message_start\ndata: " + `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":20,"cache_creation_input_tokens":2,"cache_read_input_tokens":3,"output_tokens":1}}}` + "\n\n")
+	for _, e := range events {
+		typ := e[strings.Index(e, `"type":"`)+8:]
+		b.WriteString("event: " + typ[:strings.Index(typ, `"`)] + "\ndata: " + e + "\n\n")
+	}
+	return b.String()
+}
+
+func TestAnthropicStreamEvents(t *testing.T) {
+	start := func(i int, block string) string {
+		return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":%s}`, i, block)
+	}
+	delta := func(i int, d string) string {
+		return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":%s}`, i, d)
+	}
+	const stop = `{"type":"message_stop"}`
+	for _, tc := range []struct {
+		name    string
+		stream  string
+		want    *runner.ChatResponse
+		wantErr string
+	}{{
+		name: "message_delta totals replace the counts so far",
+		stream: anthropicEvents(start(0, `{"type":"text","text":""}`), delta(0, `{"type":"text_delta","text":"Hi"}`),
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":25,"cache_creation_input_tokens":null,"cache_read_input_tokens":7,"output_tokens":4}}`, stop),
+		want: &runner.ChatResponse{Message: runner.Message{Role: "assistant", Content: "Hi"}, FinishReason: "end_turn",
+			Usage: runner.Usage{InputTokens: 27, CachedInputTokens: 7, OutputTokens: 4}},
+	}, {
+		name:   "a tool call without arguments keeps {}",
+		stream: anthropicEvents(start(0, `{"type":"tool_use","id":"toolu_n","name":"now","input":{}}`), `{"type":"content_block_stop","index":0}`, stop),
+		want: &runner.ChatResponse{Message: runner.Message{Role: "assistant", ToolCalls: []runner.ToolCallRequest{{ID: "toolu_n", Name: "now", Args: "{}"}}},
+			Usage: runner.Usage{InputTokens: 22, CachedInputTokens: 3, OutputTokens: 1}},
+	}, {
+		name:    "a delta for a block not started",
+		stream:  anthropicEvents(delta(0, `{"type":"text_delta","text":"Hi"}`), stop),
+		wantErr: "anthropic model claude-test: stream: content_block_delta for content block 0, which has not started",
+	}, {
+		name:    "a block started out of order",
+		stream:  anthropicEvents(start(1, `{"type":"text","text":""}`), stop),
+		wantErr: "anthropic model claude-test: stream: content block 1 started, expected block 0",
+	}, {
+		name:    "an error event without JSON",
+		stream:  anthropicEvents() + "event: error\ndata: upstream gone\n\n",
+		wantErr: "anthropic model claude-test: stream error: upstream gone",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := anthropicServe(t, anthropicSSE(tc.stream))
+			resp, err := p.Chat(context.Background(), &runner.ChatRequest{
+				Model: "claude-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}, OnToken: func(string) {},
+			})
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error = %v, want %s", err, tc.wantErr)
+				}
+				if _, retryable := err.(*runner.ProviderError); !retryable {
+					t.Errorf("error %T is permanent, want it retried", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Chat: %v", err)
+			}
+			if !reflect.DeepEqual(resp, tc.want) {
+				t.Errorf("response:\n got %+v\nwant %+v", resp, tc.want)
 			}
 		})
 	}

@@ -7,83 +7,68 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/runner-dev/runner/runner"
 )
 
 const (
+	// openAIBaseURL is the API root when the endpoint names none.
+	openAIBaseURL = "https://api.openai.com/v1"
 	// openAISchemaName names a structured-output schema that has no name;
 	// the API requires one.
 	openAISchemaName = "response"
-	// openAIErrorBodyMax bounds an error body quoted in an error.
-	openAIErrorBodyMax = 200
 )
 
 // NewOpenAI returns a Provider for the Chat Completions API of OpenAI or
 // any compatible server (Ollama, vLLM, LiteLLM, llama.cpp): e.BaseURL is
-// the API root including /v1 (default https://api.openai.com/v1). The SDK
-// does not retry (the calling node's retry policy does) and reads no
-// OPENAI_* environment variables: e is all it uses.
+// the API root including /v1 (default https://api.openai.com/v1). The key,
+// when there is one, goes out as a bearer token. It reads no OPENAI_*
+// environment variables: no base URL, key, organization or extra headers
+// meant for OpenAI go to whatever server e.BaseURL names.
 func NewOpenAI(e Endpoint) runner.Provider {
-	// A bare service, unlike openai.NewClient, reads no OPENAI_*
-	// variables: no base URL, key, organization or extra headers meant
-	// for OpenAI go to whatever server e.BaseURL names.
-	opts := []option.RequestOption{
-		option.WithEnvironmentProduction(),
-		option.WithAPIKey(e.APIKey),
-		option.WithMaxRetries(0),
+	header := http.Header{}
+	if e.APIKey != "" {
+		header.Set("Authorization", "Bearer "+e.APIKey)
 	}
-	if e.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(e.BaseURL))
-	}
-	if e.Client != nil {
-		opts = append(opts, option.WithHTTPClient(e.Client))
-	}
-	return &openAIProvider{chat: openai.NewChatCompletionService(opts...), key: e.APIKey, redact: runner.NewRedactor(e.APIKey)}
+	return &openAIProvider{newAPIClient("openai", e, openAIBaseURL, "/chat/completions", header, openAIErrorMessage)}
 }
 
-// openAIProvider is a runner.Provider over the OpenAI SDK.
-type openAIProvider struct {
-	chat   openai.ChatCompletionService
-	key    string
-	redact *runner.Redactor // hides the API key in errors
-}
-
-// Secrets returns the API key, for the graph's Redactor.
-func (p *openAIProvider) Secrets() []string { return []string{p.key} }
+// openAIProvider is a runner.Provider for the Chat Completions API.
+type openAIProvider struct{ *apiClient }
 
 // Chat sends req as one chat completion, streamed when req.OnToken is set.
 func (p *openAIProvider) Chat(ctx context.Context, req *runner.ChatRequest) (*runner.ChatResponse, error) {
 	params, err := openAIParams(req)
 	if err != nil {
-		return nil, runner.Permanent(&runner.ProviderError{Provider: "openai", Model: req.Model, Err: err})
+		return nil, p.invalid(req.Model, err)
 	}
-	var res *http.Response // the HTTP response, for an error's status and body
+	body, err := encodeJSON(params)
+	if err != nil {
+		return nil, p.invalid(req.Model, err)
+	}
 	var resp *runner.ChatResponse
-	if req.OnToken != nil {
-		resp, err = p.stream(ctx, params, req.OnToken, &res)
+	if params.Stream {
+		resp, err = p.stream(ctx, body, req.OnToken)
 	} else {
-		resp, err = p.complete(ctx, params, &res)
+		resp, err = p.complete(ctx, body)
 	}
 	if err != nil {
-		return nil, p.fail(req.Model, res, err)
+		return nil, p.fail(req.Model, err)
 	}
 	return resp, nil
 }
 
 // complete makes an unstreamed call. A refusal, when there is no
 // content, stands in for it.
-func (p *openAIProvider) complete(ctx context.Context, params openai.ChatCompletionNewParams, res **http.Response) (*runner.ChatResponse, error) {
-	c, err := p.chat.New(ctx, params, option.WithResponseInto(res))
+func (p *openAIProvider) complete(ctx context.Context, body []byte) (*runner.ChatResponse, error) {
+	res, err := p.post(ctx, body)
 	if err != nil {
+		return nil, err
+	}
+	var c openAICompletion
+	if err := readJSON(res, &c); err != nil {
 		return nil, err
 	}
 	if len(c.Choices) == 0 {
@@ -94,72 +79,109 @@ func (p *openAIProvider) complete(ctx context.Context, params openai.ChatComplet
 	for _, tc := range ch.Message.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, runner.ToolCallRequest{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
 	}
-	return &runner.ChatResponse{Message: msg, FinishReason: ch.FinishReason, Usage: openAIUsage(c.Usage)}, nil
+	return &runner.ChatResponse{Message: msg, FinishReason: ch.FinishReason, Usage: c.Usage.usage()}, nil
 }
 
 // stream makes a streamed call, passing each text chunk to onToken, and
-// assembles the whole reply. It is what Completions.NewStreaming does,
-// but over a decoder that sees the closing [DONE]: a stream that ends
-// without it was cut short, and is an error rather than a short reply.
-func (p *openAIProvider) stream(ctx context.Context, params openai.ChatCompletionNewParams, onToken func(string), res **http.Response) (*runner.ChatResponse, error) {
-	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	_, err := p.chat.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(res))
+// assembles the whole reply. A stream that ends without [DONE] was cut
+// short, and is an error rather than a short reply.
+func (p *openAIProvider) stream(ctx context.Context, body []byte, onToken func(string)) (*runner.ChatResponse, error) {
+	res, err := p.post(ctx, body)
 	if err != nil {
 		return nil, err
 	}
-	dec := &openAIDoneDecoder{Decoder: ssestream.NewDecoder(*res)}
-	s := ssestream.NewStream[openai.ChatCompletionChunk](dec, nil)
-	defer s.Close()
+	defer res.Body.Close()
 	var acc openAIStream
-	for s.Next() {
-		if err := acc.add(s.Current(), onToken); err != nil {
+	for ev, err := range sseEvents(res.Body) {
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("stream: %w", err)
+		case bytes.HasPrefix(ev.data, []byte("[DONE]")):
+			return acc.response(), nil
+		case ev.name == "error":
+			return nil, p.streamError(ev.data)
+		}
+		var c openAIChunk
+		if err := json.Unmarshal(ev.data, &c); err != nil {
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		if c.Error != nil {
+			return nil, p.streamError(ev.data)
+		}
+		if err := acc.add(&c, onToken); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.Err(); err != nil {
-		var serverErr *ssestream.StreamError // an error event, which says so
-		if errors.As(err, &serverErr) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("stream: %w", err)
-	}
-	if !dec.done {
-		return nil, errors.New("stream ended before [DONE]")
-	}
-	return acc.response(), nil
+	return nil, errors.New("stream ended before [DONE]")
 }
 
-// openAIDoneDecoder is an SSE decoder that notes the [DONE] event.
-type openAIDoneDecoder struct {
-	ssestream.Decoder
-	done bool
+// openAICompletion is what the provider reads of a chat completion.
+type openAICompletion struct {
+	Choices []struct {
+		Message struct {
+			Content   string           `json:"content"`
+			Refusal   string           `json:"refusal"`
+			ToolCalls []openAIToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage openAIUsage `json:"usage"`
 }
 
-// Next reads the next event, noting whether it is [DONE].
-func (d *openAIDoneDecoder) Next() bool {
-	ok := d.Decoder.Next()
-	if ok && bytes.HasPrefix(d.Event().Data, []byte("[DONE]")) {
-		d.done = true
+// openAIChunk is what the provider reads of a chunk of a streamed chat
+// completion, or of an error sent in its place.
+type openAIChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int                `json:"index"`
+				ID       string             `json:"id"`
+				Function openAIFunctionCall `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *openAIUsage `json:"usage"` // nil when absent or null
+	// Error is set, even to null, on an error chunk.
+	Error json.RawMessage `json:"error"`
+}
+
+// openAIUsage is a reply's token counts.
+type openAIUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// usage converts token counts. OpenAI counts cached tokens in the prompt
+// tokens; runner.Usage keeps them apart.
+func (u openAIUsage) usage() runner.Usage {
+	return runner.Usage{
+		InputTokens:       u.PromptTokens - u.PromptTokensDetails.CachedTokens,
+		OutputTokens:      u.CompletionTokens,
+		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
 	}
-	return ok
 }
 
-// openAIStream assembles a streamed reply from its chunks. The SDK's
-// ChatCompletionAccumulator is not used: it rejects a stream whose chunks
-// carry different ids and sums usage over chunks, where some compatible
-// servers repeat the running total in every chunk.
+// openAIStream assembles a streamed reply from its chunks. Chunk ids are
+// not compared, and usage is the last chunk's rather than a sum: some
+// compatible servers repeat the running total in every chunk.
 type openAIStream struct {
 	text, refusal strings.Builder
 	calls         []runner.ToolCallRequest // by index
 	finish        string
-	usage         openai.CompletionUsage
+	usage         openAIUsage
 }
 
 // add takes in one chunk; tool calls come in pieces keyed by index, the
 // first piece with the id and each with more of the name and arguments.
-func (s *openAIStream) add(c openai.ChatCompletionChunk, onToken func(string)) error {
-	if c.JSON.Usage.Valid() {
-		s.usage = c.Usage
+func (s *openAIStream) add(c *openAIChunk, onToken func(string)) error {
+	if c.Usage != nil {
+		s.usage = *c.Usage
 	}
 	if len(c.Choices) == 0 {
 		return nil
@@ -171,7 +193,7 @@ func (s *openAIStream) add(c openai.ChatCompletionChunk, onToken func(string)) e
 	}
 	s.refusal.WriteString(ch.Delta.Refusal)
 	for _, tc := range ch.Delta.ToolCalls {
-		i := int(tc.Index)
+		i := tc.Index
 		if i < 0 || i > len(s.calls) {
 			return fmt.Errorf("stream: tool call index %d out of order", tc.Index)
 		}
@@ -190,27 +212,90 @@ func (s *openAIStream) add(c openai.ChatCompletionChunk, onToken func(string)) e
 // content, as in complete.
 func (s *openAIStream) response() *runner.ChatResponse {
 	msg := runner.Message{Role: "assistant", Content: cmp.Or(s.text.String(), s.refusal.String()), ToolCalls: s.calls}
-	return &runner.ChatResponse{Message: msg, FinishReason: s.finish, Usage: openAIUsage(s.usage)}
+	return &runner.ChatResponse{Message: msg, FinishReason: s.finish, Usage: s.usage.usage()}
 }
 
-// openAIUsage converts token counts. OpenAI counts cached tokens in the
-// prompt tokens; runner.Usage keeps them apart.
-func openAIUsage(u openai.CompletionUsage) runner.Usage {
-	return runner.Usage{
-		InputTokens:       u.PromptTokens - u.PromptTokensDetails.CachedTokens,
-		OutputTokens:      u.CompletionTokens,
-		CachedInputTokens: u.PromptTokensDetails.CachedTokens,
-	}
+// openAIChatParams is the body of a Chat Completions request. Unset
+// parameters are left out, leaving the server's defaults.
+//
+// The limit goes out as max_tokens, not max_completion_tokens: Ollama,
+// vLLM and llama.cpp honour max_tokens (some ignore the newer name),
+// though OpenAI's reasoning models (o-series, gpt-5) refuse it.
+type openAIChatParams struct {
+	Model          string                `json:"model"`
+	Messages       []openAIMessageParam  `json:"messages,omitzero"`
+	Tools          []openAIToolParam     `json:"tools,omitzero"`
+	ResponseFormat *openAIResponseFormat `json:"response_format,omitempty"`
+	Temperature    *float64              `json:"temperature,omitempty"`
+	TopP           *float64              `json:"top_p,omitempty"`
+	MaxTokens      int                   `json:"max_tokens,omitzero"`
+	Stop           []string              `json:"stop,omitzero"`
+	Seed           *int64                `json:"seed,omitempty"`
+	Stream         bool                  `json:"stream,omitzero"`
+	StreamOptions  *openAIStreamOptions  `json:"stream_options,omitempty"`
 }
 
-// openAIParams builds the request for req. Message.Cache is not used:
-// OpenAI caches prompt prefixes without breakpoints.
-func openAIParams(req *runner.ChatRequest) (openai.ChatCompletionNewParams, error) {
-	params := openai.ChatCompletionNewParams{Model: req.Model}
+// openAIMessageParam is one message of a request. Content is left out
+// only of an assistant message with tool calls and no text; ToolCallID is
+// set on tool messages.
+type openAIMessageParam struct {
+	Role       string           `json:"role"`
+	Content    *string          `json:"content,omitempty"`
+	Name       string           `json:"name,omitzero"`
+	ToolCalls  []openAIToolCall `json:"tool_calls,omitzero"`
+	ToolCallID *string          `json:"tool_call_id,omitempty"`
+}
+
+// openAIToolCall is a function call of an assistant message, in a
+// request or a reply.
+type openAIToolCall struct {
+	ID       string             `json:"id"`
+	Type     string             `json:"type"`
+	Function openAIFunctionCall `json:"function"`
+}
+
+// openAIFunctionCall is the function a tool call calls and its arguments,
+// the JSON text the model produced.
+type openAIFunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// openAIToolParam is a function tool offered to the model.
+type openAIToolParam struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitzero"`
+		Parameters  map[string]any `json:"parameters"`
+	} `json:"function"`
+}
+
+// openAIResponseFormat asks for a reply matching a JSON schema, not
+// enforced strictly (strict mode refuses many ordinary schemas).
+type openAIResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema struct {
+		Name   string         `json:"name"`
+		Schema map[string]any `json:"schema"`
+		Strict bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// openAIStreamOptions asks a stream to end with a usage chunk.
+type openAIStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// openAIParams builds the request for req, streamed when req.OnToken is
+// set. Message.Cache is not used: OpenAI caches prompt prefixes without
+// breakpoints.
+func openAIParams(req *runner.ChatRequest) (*openAIChatParams, error) {
+	params := &openAIChatParams{Model: req.Model}
 	for i, m := range req.Messages {
 		msg, err := openAIMessage(m)
 		if err != nil {
-			return params, fmt.Errorf("message %d: %w", i, err)
+			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		params.Messages = append(params.Messages, msg)
 	}
@@ -218,119 +303,66 @@ func openAIParams(req *runner.ChatRequest) (openai.ChatCompletionNewParams, erro
 		params.Tools = append(params.Tools, openAITool(t))
 	}
 	if s := req.Schema; s != nil {
-		params.ResponseFormat.OfJSONSchema = &openai.ResponseFormatJSONSchemaParam{
-			JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{
-				Name: cmp.Or(s.Name, openAISchemaName), Schema: s.Schema, Strict: openai.Bool(false),
-			},
-		}
+		params.ResponseFormat = &openAIResponseFormat{Type: "json_schema"}
+		params.ResponseFormat.JSONSchema.Name = cmp.Or(s.Name, openAISchemaName)
+		params.ResponseFormat.JSONSchema.Schema = s.Schema
 	}
-	openAIApplyParams(&params, req.Params)
+	openAIApplyParams(params, req.Params)
+	if req.OnToken != nil {
+		params.Stream = true
+		params.StreamOptions = &openAIStreamOptions{IncludeUsage: true}
+	}
 	return params, nil
 }
 
 // openAIApplyParams sets the sampling parameters that pr sets.
-//
-// The limit goes out as max_tokens, not max_completion_tokens: Ollama,
-// vLLM and llama.cpp honour max_tokens (some ignore the newer name),
-// though OpenAI's reasoning models (o-series, gpt-5) refuse it.
-func openAIApplyParams(params *openai.ChatCompletionNewParams, pr runner.Params) {
-	if pr.Temperature != nil {
-		params.Temperature = openai.Float(*pr.Temperature)
-	}
-	if pr.TopP != nil {
-		params.TopP = openai.Float(*pr.TopP)
-	}
+func openAIApplyParams(params *openAIChatParams, pr runner.Params) {
+	params.Temperature, params.TopP, params.Seed = pr.Temperature, pr.TopP, pr.Seed
 	if pr.MaxTokens > 0 {
-		params.MaxTokens = openai.Int(int64(pr.MaxTokens))
+		params.MaxTokens = pr.MaxTokens
 	}
 	if len(pr.Stop) > 0 {
-		params.Stop.OfStringArray = pr.Stop
-	}
-	if pr.Seed != nil {
-		params.Seed = openai.Int(*pr.Seed)
+		params.Stop = pr.Stop
 	}
 }
 
 // openAIMessage converts one message; Name, when set, is kept where the
 // API has it (system, user and assistant messages).
-func openAIMessage(m runner.Message) (openai.ChatCompletionMessageParamUnion, error) {
-	var u openai.ChatCompletionMessageParamUnion
-	var name param.Opt[string]
-	if m.Name != "" {
-		name = openai.String(m.Name)
-	}
+func openAIMessage(m runner.Message) (openAIMessageParam, error) {
+	msg := openAIMessageParam{Role: m.Role, Content: &m.Content}
 	switch m.Role {
-	case "system":
-		u = openai.SystemMessage(m.Content)
-		u.OfSystem.Name = name
-	case "user":
-		u = openai.UserMessage(m.Content)
-		u.OfUser.Name = name
+	case "system", "user":
+		msg.Name = m.Name
 	case "assistant":
-		u = openAIAssistant(m)
-		u.OfAssistant.Name = name
+		msg.Name = m.Name
+		if m.Content == "" && len(m.ToolCalls) > 0 {
+			msg.Content = nil
+		}
+		for _, c := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, openAIToolCall{ID: c.ID, Type: "function", Function: openAIFunctionCall{Name: c.Name, Arguments: c.Args}})
+		}
 	case "tool":
-		u = openai.ToolMessage(m.Content, m.ToolCallID)
+		msg.ToolCallID = &m.ToolCallID
 	default:
-		return u, fmt.Errorf("role %q is not system, user, assistant or tool", m.Role)
+		return msg, fmt.Errorf("role %q is not system, user, assistant or tool", m.Role)
 	}
-	return u, nil
-}
-
-// openAIAssistant is an assistant message with its tool calls; its
-// content is left out when empty and there are tool calls.
-func openAIAssistant(m runner.Message) openai.ChatCompletionMessageParamUnion {
-	a := &openai.ChatCompletionAssistantMessageParam{}
-	if m.Content != "" || len(m.ToolCalls) == 0 {
-		a.Content.OfString = openai.String(m.Content)
-	}
-	for _, c := range m.ToolCalls {
-		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-				ID:       c.ID,
-				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Args},
-			},
-		})
-	}
-	return openai.ChatCompletionMessageParamUnion{OfAssistant: a}
+	return msg, nil
 }
 
 // openAITool is a function tool; nil parameters take no arguments.
-func openAITool(t runner.ToolSchema) openai.ChatCompletionToolUnionParam {
-	schema := t.Parameters
-	if schema == nil {
-		schema = map[string]any{"type": "object", "properties": map[string]any{}}
+func openAITool(t runner.ToolSchema) openAIToolParam {
+	tool := openAIToolParam{Type: "function"}
+	tool.Function.Name, tool.Function.Description, tool.Function.Parameters = t.Name, t.Description, t.Parameters
+	if t.Parameters == nil {
+		tool.Function.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
-	fn := openai.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-	if t.Description != "" {
-		fn.Description = openai.String(t.Description)
-	}
-	return openai.ChatCompletionFunctionTool(fn)
+	return tool
 }
 
-// fail wraps err in a ProviderError with the API key redacted. An HTTP
-// error keeps its status, Retry-After and the server's message; a 4xx
-// other than 408, 409 and 429 is permanent. An error inside a stream
-// (status 200) has no status and is retried.
-func (p *openAIProvider) fail(model string, res *http.Response, err error) error {
-	pe := &runner.ProviderError{Provider: "openai", Model: model}
-	msg := err.Error()
-	if res != nil && res.StatusCode >= 400 {
-		pe.Status = res.StatusCode
-		pe.RetryAfter = retryAfter(res.Header)
-		msg = openAIErrorMessage(res)
-	}
-	pe.Err = p.redact.Wrap(msg, err)
-	return classify(pe)
-}
-
-// openAIErrorMessage is the server's message from an error body
-// ({"error":{"message":…}}, {"error":"…"} or {"message":…}), else the
-// start of the body, else the status text. The SDK has read the body and
-// left a copy in res.
-func openAIErrorMessage(res *http.Response) string {
-	raw, _ := io.ReadAll(res.Body)
-	raw = bytes.TrimSpace(raw)
+// openAIErrorMessage is the server's message in an error body or error
+// chunk: {"error":{"message":…}}, {"error":"…"} or {"message":…}; "" when
+// it has none.
+func openAIErrorMessage(raw []byte) string {
 	var body struct {
 		Error   any
 		Message string
@@ -344,11 +376,5 @@ func openAIErrorMessage(res *http.Response) string {
 			msg, _ = e["message"].(string)
 		}
 	}
-	if msg = cmp.Or(msg, body.Message); msg != "" {
-		return msg
-	}
-	if len(raw) > 0 {
-		return fmt.Sprintf("%.*s", openAIErrorBodyMax, raw)
-	}
-	return http.StatusText(res.StatusCode)
+	return cmp.Or(msg, body.Message)
 }

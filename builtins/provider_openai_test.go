@@ -525,3 +525,79 @@ func TestOpenAIDefaultsIgnoreEnvironment(t *testing.T) {
 		t.Errorf("Authorization = %q, OpenAI-Organization = %q; want neither", auth, org)
 	}
 }
+
+func TestOpenAIHeaders(t *testing.T) {
+	p, api := openAIServe(t, openAIKey, jsonReply(200, openAITextReply))
+	if _, err := p.Chat(context.Background(), &runner.ChatRequest{Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	_, header, _ := api.last()
+	if got := header.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", got)
+	}
+}
+
+// openAITrickle answers with stream, one byte a flushed write, so that
+// every line and event arrives split across reads.
+func openAITrickle(stream string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range len(stream) {
+			_, _ = io.WriteString(w, stream[i:i+1])
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+func TestOpenAIStreamEvents(t *testing.T) {
+	// Comments, CRLF line ends, a chunk over two data lines and an event
+	// field the provider ignores.
+	stream := ": keep-alive\r\n\r\n" +
+		"data: " + openAIDelta(`{"role":"assistant","content":"Hel"}`, "null") + "\r\n\r\n" +
+		"event: chunk\r\ndata: {\"choices\":[{\"index\":0,\r\ndata: \"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\r\n\r\n" +
+		": done soon\r\n" +
+		"data: " + openAIUsageChunk + "\r\n\r\n" +
+		"data: [DONE]\r\n\r\n"
+	p, _ := openAIServe(t, openAIKey, openAITrickle(stream))
+	var tokens []string
+	resp, err := p.Chat(context.Background(), &runner.ChatRequest{
+		Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}},
+		OnToken: func(s string) { tokens = append(tokens, s) },
+	})
+	if err != nil {
+		t.Fatalf("Chat: %v", err)
+	}
+	want := &runner.ChatResponse{
+		Message: runner.Message{Role: "assistant", Content: "Hello"}, FinishReason: "stop",
+		Usage: runner.Usage{InputTokens: 8, OutputTokens: 9, CachedInputTokens: 32},
+	}
+	if !reflect.DeepEqual(resp, want) || !reflect.DeepEqual(tokens, []string{"Hel", "lo"}) {
+		t.Errorf("response %+v, tokens %q; want %+v, [Hel lo]", resp, tokens, want)
+	}
+}
+
+func TestOpenAIStreamErrorEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name, stream, want string
+	}{
+		{"an error event", "data: " + openAIDelta(`{"content":"Hel"}`, "null") + "\n\nevent: error\ndata: {\"message\":\"Server overloaded " + openAIKey + "\"}\n\n",
+			"openai model gpt-test: stream error: Server overloaded ***"},
+		{"an error chunk with a string", "data: {\"error\":\"upstream failed\"}\n\n",
+			"openai model gpt-test: stream error: upstream failed"},
+		{"an error chunk without a message", "data: {\"error\":{\"code\":500}}\n\n",
+			`openai model gpt-test: stream error: {"error":{"code":500}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _ := openAIServe(t, openAIKey, openAITrickle(tc.stream))
+			_, err := p.Chat(context.Background(), &runner.ChatRequest{
+				Model: "gpt-test", Messages: []runner.Message{{Role: "user", Content: "hi"}}, OnToken: func(string) {},
+			})
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error = %v, want %s", err, tc.want)
+			}
+			if pe, retryable := err.(*runner.ProviderError); !retryable || pe.Status != 0 {
+				t.Errorf("error %T %+v: want a retryable ProviderError without status", err, err)
+			}
+		})
+	}
+}
