@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/checker/nature"
@@ -120,8 +121,17 @@ func (c *compilation) compileExpr() evaluator {
 		c.exprError(err, CodeExprType)
 		return nil
 	}
+	ast.Walk(&tree.Node, forgetNatures{})
 	return newExprProgram(prg, loops)
 }
+
+// forgetNatures clears the natures of a compiled tree. The program keeps
+// its tree, and the checker's natures hold a copy of the variables'
+// types each: a third of a served project's live heap, which the
+// collector marks at every cycle and lets grow to its multiple.
+type forgetNatures struct{}
+
+func (forgetNatures) Visit(n *ast.Node) { (*n).SetNature(nature.Nature{}) }
 
 // exprError reports an error of expr's parser, checker or compiler; code
 // is the class of the phase that found it.

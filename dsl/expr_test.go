@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/expr-lang/expr/ast"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -336,6 +337,30 @@ func TestEvalLimits(t *testing.T) {
 				t.Errorf("Eval = %v, %v; want error containing %q", got, err, tt.msg)
 			}
 		})
+	}
+}
+
+// TestCompiledTreeHoldsNoNatures: a compiled expr program keeps its tree
+// without the checker's natures (each held a copy of the variables'
+// types), and still runs.
+func TestCompiledTreeHoldsNoNatures(t *testing.T) {
+	p, ds := Compile(Source{Text: `state.review.score > 0.5 && len(state.completed_steps) > 1`, Lang: Expr}, testEnv(), BoolType)
+	if p == nil {
+		t.Fatalf("Compile: %v", ds)
+	}
+	typed := 0
+	ast.Find(p.ev.(*exprProgram).prg.Node(), func(n ast.Node) bool {
+		if n.Nature().TypeData != nil || n.Nature().Kind != reflect.Invalid {
+			typed++
+		}
+		return false
+	})
+	if typed > 0 {
+		t.Errorf("%d nodes of the compiled tree keep their natures", typed)
+	}
+	vars := map[string]any{"state": map[string]any{"review": map[string]any{"score": 1.0}, "completed_steps": []any{"a", "b"}}}
+	if ok, err := p.EvalBool(vars); !ok || err != nil {
+		t.Errorf("EvalBool = %v, %v; want true", ok, err)
 	}
 }
 
