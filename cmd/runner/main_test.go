@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -234,6 +235,23 @@ func TestProfiles(t *testing.T) {
 		raw, err := os.ReadFile(path)
 		if err != nil || len(raw) < 2 || raw[0] != 0x1f || raw[1] != 0x8b {
 			t.Errorf("%s: %d bytes, %v; want a gzipped profile", path, len(raw), err)
+		}
+	}
+}
+
+// TestSetGC checks that a command's GC percent applies only while the
+// user has not set GOGC (serve's is checked in TestServeTelemetry).
+func TestSetGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, c := range []struct {
+		gogc string
+		want int
+	}{{"", oneShotGC}, {"100", 100}} {
+		t.Setenv("GOGC", c.gogc)
+		debug.SetGCPercent(100)
+		setGC(oneShotGC)
+		if got := debug.SetGCPercent(100); got != c.want {
+			t.Errorf("GOGC=%q: GC percent %d, want %d", c.gogc, got, c.want)
 		}
 	}
 }

@@ -56,6 +56,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 }
 
 func runServe(cmd *cobra.Command, _ []string) error {
+	setGC(serveGC)
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return usageErr(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +65,7 @@ func TestServeTelemetry(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--store", "memory:",
 		"--script", "pipelines/orchestration/script.json", "--api-keys", filepath.Join(dir, "keys.yaml"))
 	cmd.Dir = "../.."
-	cmd.Env = append(cmd.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=runner-test")
+	cmd.Env = append(cmd.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_SERVICE_NAME=runner-test", "GOGC=")
 	pr, pw := io.Pipe()
 	var logs lockedBuffer
 	cmd.Stderr = io.MultiWriter(pw, &logs)
@@ -92,7 +93,8 @@ func TestServeTelemetry(t *testing.T) {
 	}
 	m, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
-	if !strings.Contains(string(m), `runner_runs_total{assistant="rule_37",pipeline="orchestration",status="interrupted"} 1`) {
+	if !strings.Contains(string(m), `runner_runs_total{assistant="rule_37",pipeline="orchestration",status="interrupted"} 1`) ||
+		!strings.Contains(string(m), fmt.Sprintf("\ngo_gc_gogc_percent %d\n", serveGC)) {
 		t.Errorf("metrics:\n%s", m)
 	}
 

@@ -32,7 +32,7 @@ Exit status: 0 all passed, 1 a test failed, 2 usage or definition error.`,
 }
 
 func runTests(cmd *cobra.Command, args []string) error {
-	oneShot()
+	setGC(oneShotGC)
 	paths, err := pathsOf(cmd, args)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ Exit status: 0 valid, 1 invalid, 2 usage or I/O error.`,
 }
 
 func runValidate(cmd *cobra.Command, args []string) error {
-	oneShot()
+	setGC(oneShotGC)
 	format, _ := cmd.Flags().GetString("format")
 	strict, _ := cmd.Flags().GetBool("strict")
 	if format != dsl.FormatText && format != dsl.FormatJSON && format != dsl.FormatGitHub {
