@@ -127,7 +127,7 @@ func (c *compilation) compileExpr() evaluator {
 
 // forgetNatures clears the natures of a compiled tree. The program keeps
 // its tree, and the checker's natures hold a copy of the variables'
-// types each: a third of a served project's live heap, which the
+// types each: over a quarter of a served project's live heap, which the
 // collector marks at every cycle and lets grow to its multiple.
 type forgetNatures struct{}
 

@@ -64,9 +64,10 @@ const (
 	oneShotGC = 400
 	// serveGC has the collector of `runner serve` run half as often as
 	// Go's default: a served run allocates some 190 KB, so at 900 runs a
-	// second the default collected 40 times a second, a sixth of the
-	// server's CPU. The heap peaks at three times what is live (some
-	// 16 MB under load) instead of twice.
+	// second the default collected 40 times a second, a tenth of the
+	// server's CPU (a sixth with allocation). The heap peaks at three
+	// times what is live (the compiled project and the runs in flight)
+	// instead of twice.
 	serveGC = 200
 )
 
