@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
-	"time"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -62,8 +60,8 @@ type ProviderKind struct {
 // ProviderKinds are the providers that call a service, one spec each;
 // scripted models answer from a script instead (ScriptedProviders).
 var ProviderKinds = []ProviderKind{
-	{Key: "openai", Doc: "any OpenAI-compatible Chat Completions server", New: func(e Endpoint) runner.Provider { return NewOpenAI(e) }},
-	{Key: "anthropic", Doc: "Anthropic's Messages API", New: func(e Endpoint) runner.Provider { return NewAnthropic(e) }},
+	{Key: "openai", Doc: "any OpenAI-compatible Chat Completions server", New: NewOpenAI},
+	{Key: "anthropic", Doc: "Anthropic's Messages API", New: NewAnthropic},
 }
 
 // classify marks provider errors that retrying cannot fix — client errors
@@ -76,20 +74,4 @@ func classify(pe *runner.ProviderError) error {
 		return runner.Permanent(pe)
 	}
 	return pe
-}
-
-// retryAfter reads the wait a response asks for: Retry-After-Ms (OpenAI's),
-// else Retry-After in seconds or as an HTTP date; 0 when absent.
-func retryAfter(h http.Header) time.Duration {
-	if ms, err := strconv.Atoi(h.Get("Retry-After-Ms")); err == nil && ms > 0 {
-		return time.Duration(ms) * time.Millisecond
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }

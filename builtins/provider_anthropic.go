@@ -94,18 +94,11 @@ func (p *anthropicProvider) complete(ctx context.Context, body []byte) (*anthrop
 // are skipped. A stream that ends before message_stop is an error, not a
 // short reply.
 func (p *anthropicProvider) stream(ctx context.Context, body []byte, onToken func(string)) (*anthropicMessage, error) {
-	res, err := p.post(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
 	var acc anthropicStream
-	for ev, err := range sseEvents(res.Body) {
+	for ev, err := range p.events(ctx, body) {
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("stream: %w", err)
-		case ev.name == "error":
-			return nil, p.streamError(ev.data)
+			return nil, err
 		case ev.name == "" || ev.name == "ping" || len(ev.data) == 0:
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,6 +109,22 @@ func (c *apiClient) errorResponse(res *http.Response) error {
 	}
 }
 
+// retryAfter reads the wait a response asks for: Retry-After-Ms (OpenAI's),
+// else Retry-After in seconds or as an HTTP date; 0 when absent.
+func retryAfter(h http.Header) time.Duration {
+	if ms, err := strconv.Atoi(h.Get("Retry-After-Ms")); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
 // errorText is the server's message in an error body, else the start of
 // the body, else "".
 func (c *apiClient) errorText(raw []byte) string {
@@ -116,6 +133,33 @@ func (c *apiClient) errorText(raw []byte) string {
 		return msg
 	}
 	return fmt.Sprintf("%.*s", errorQuoteMax, raw)
+}
+
+// events posts body and yields the server-sent events of the reply until
+// the first error, which ends them: the post's, a read's, or an error
+// event's (the server's message). The reply is closed when the loop ends.
+func (c *apiClient) events(ctx context.Context, body []byte) iter.Seq2[sseEvent, error] {
+	return func(yield func(sseEvent, error) bool) {
+		res, err := c.post(ctx, body)
+		if err != nil {
+			yield(sseEvent{}, err)
+			return
+		}
+		defer res.Body.Close()
+		for ev, err := range sseEvents(res.Body) {
+			switch {
+			case err != nil:
+				yield(sseEvent{}, fmt.Errorf("stream: %w", err))
+				return
+			case ev.name == "error":
+				yield(sseEvent{}, c.streamError(ev.data))
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }
 
 // streamError is the error an error event in a stream reports, from the

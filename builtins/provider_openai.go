@@ -86,20 +86,13 @@ func (p *openAIProvider) complete(ctx context.Context, body []byte) (*runner.Cha
 // assembles the whole reply. A stream that ends without [DONE] was cut
 // short, and is an error rather than a short reply.
 func (p *openAIProvider) stream(ctx context.Context, body []byte, onToken func(string)) (*runner.ChatResponse, error) {
-	res, err := p.post(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
 	var acc openAIStream
-	for ev, err := range sseEvents(res.Body) {
+	for ev, err := range p.events(ctx, body) {
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("stream: %w", err)
+			return nil, err
 		case bytes.HasPrefix(ev.data, []byte("[DONE]")):
 			return acc.response(), nil
-		case ev.name == "error":
-			return nil, p.streamError(ev.data)
 		}
 		var c openAIChunk
 		if err := json.Unmarshal(ev.data, &c); err != nil {
