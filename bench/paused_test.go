@@ -14,13 +14,15 @@ import (
 // process: it pauses 10,000 threads of the fraud loop before their
 // completion node (runs/wait with interrupt_before, 32 clients) and
 // reports the server's resident memory after them against its resident
-// memory after a warm-up of 20 runs, measured in the same run. Run it with
+// memory after a warm-up of 20 runs and just after it started, measured
+// in the same run. Run it with
 //
 //	go test ./bench -run '^$' -bench BenchmarkServePaused -benchtime 1x
 func BenchmarkServePaused(b *testing.B) {
 	const threads = 10_000
 	raiseFileLimit(b)
 	srv := startServe(b)
+	idle := srv.rss(b)
 	body := map[string]any{"assistant_id": "fraud_investigator", "if_not_exists": "create",
 		"input": map[string]any{"transaction_id": "txn_1001"}, "interrupt_before": []string{"completion"}}
 	pause := func(i int) error {
@@ -40,6 +42,7 @@ func BenchmarkServePaused(b *testing.B) {
 	var next atomic.Int64
 	srv.report(b, "pause-10000", srv.load(b, 32, threads, func() error { return pause(int(next.Add(1))) }))
 	after := srv.rss(b)
+	b.ReportMetric(float64(idle)/(1<<20), "idle-RSS-MB")
 	b.ReportMetric(float64(before)/(1<<20), "warm-RSS-MB")
 	b.ReportMetric(float64(after)/(1<<20), "paused-RSS-MB")
 	b.ReportMetric(float64(after-before)/threads, "RSS-B/thread")
