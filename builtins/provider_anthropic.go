@@ -78,12 +78,8 @@ func (p *anthropicProvider) Chat(ctx context.Context, req *runner.ChatRequest) (
 func (p *anthropicProvider) complete(ctx context.Context, body []byte) (*anthropicMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, anthropicUnstreamedTimeout)
 	defer cancel()
-	res, err := p.post(ctx, body)
-	if err != nil {
-		return nil, err
-	}
 	var msg anthropicMessage
-	if err := readJSON(res, &msg); err != nil {
+	if err := p.call(ctx, body, &msg); err != nil {
 		return nil, err
 	}
 	return &msg, nil

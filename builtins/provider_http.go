@@ -135,6 +135,15 @@ func (c *apiClient) errorText(raw []byte) string {
 	return fmt.Sprintf("%.*s", errorQuoteMax, raw)
 }
 
+// call posts body and decodes the JSON reply into v.
+func (c *apiClient) call(ctx context.Context, body []byte, v any) error {
+	res, err := c.post(ctx, body)
+	if err != nil {
+		return err
+	}
+	return readJSON(res, v)
+}
+
 // events posts body and yields the server-sent events of the reply until
 // the first error, which ends them: the post's, a read's, or an error
 // event's (the server's message). The reply is closed when the loop ends.

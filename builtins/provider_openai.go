@@ -63,12 +63,8 @@ func (p *openAIProvider) Chat(ctx context.Context, req *runner.ChatRequest) (*ru
 // complete makes an unstreamed call. A refusal, when there is no
 // content, stands in for it.
 func (p *openAIProvider) complete(ctx context.Context, body []byte) (*runner.ChatResponse, error) {
-	res, err := p.post(ctx, body)
-	if err != nil {
-		return nil, err
-	}
 	var c openAICompletion
-	if err := readJSON(res, &c); err != nil {
+	if err := p.call(ctx, body, &c); err != nil {
 		return nil, err
 	}
 	if len(c.Choices) == 0 {
