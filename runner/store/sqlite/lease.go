@@ -12,20 +12,22 @@ import (
 
 // sqliteAcquire leases thread ?1 to owner ?2 until ?4 if it has no lease
 // or its lease expired by ?3, with the next token; it returns no row when
-// another owner holds the thread.
+// another owner holds the thread. The thread must have its key
+// (sqliteAddKey, run first).
 const sqliteAcquire = `
-INSERT OR ROLLBACK INTO leases (thread, owner, token, expires_at) VALUES (?1, ?2, 1, ?4)
-ON CONFLICT (thread) DO UPDATE SET owner = excluded.owner, token = leases.token + 1,
+INSERT OR ROLLBACK INTO leases (tkey, owner, token, expires_at) VALUES (` + sqliteKey + `, ?2, 1, ?4)
+ON CONFLICT (tkey) DO UPDATE SET owner = excluded.owner, token = leases.token + 1,
 	expires_at = excluded.expires_at
 WHERE leases.expires_at <= ?3
 RETURNING token`
 
 // sqliteHolder is the owner, token and expiry of thread ?1's lease.
-const sqliteHolder = `SELECT owner, token, expires_at FROM leases WHERE thread = ?1`
+const sqliteHolder = `SELECT owner, token, expires_at FROM leases WHERE tkey = ` + sqliteKey
 
 // sqliteRenew sets the expiry of lease ?2 of thread ?1 to ?3 if current,
 // and not released when renewing (?3 > 0).
-const sqliteRenew = `UPDATE OR ROLLBACK leases SET expires_at = ?3 WHERE thread = ?1 AND token = ?2 AND (?3 = 0 OR expires_at > 0)`
+const sqliteRenew = `UPDATE OR ROLLBACK leases SET expires_at = ?3
+WHERE tkey = ` + sqliteKey + ` AND token = ?2 AND (?3 = 0 OR expires_at > 0)`
 
 func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl time.Duration) (store.Lease, error) {
 	if err := store.CheckLease(thread, owner, ttl); err != nil {
@@ -35,7 +37,8 @@ func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl tim
 	l := store.Lease{Thread: thread, Owner: owner, Expires: now.Add(ttl).UTC()}
 	var err error
 	l.Token, err = s.commitPut(ctx, &putReq{query: sqliteAcquire, returning: true,
-		args: []any{thread, owner, now.UnixNano(), l.Expires.UnixNano()}})
+		args:   []any{thread, owner, now.UnixNano(), l.Expires.UnixNano()},
+		before: &putReq{query: sqliteAddKey, args: []any{thread}}})
 	if err == nil && l.Token == 0 {
 		holder, _, expires, herr := s.holder(ctx, thread)
 		if herr != nil {

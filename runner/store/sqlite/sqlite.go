@@ -55,6 +55,16 @@ import (
 // Version 8: runs.last_seq is the number of a run's newest event, so an
 // append reads where to number from in runs, not run_events (see
 // sqliteAppend).
+//
+// Version 9: leases and threads are keyed by the thread's key, which a
+// thread now gets at its first lease: the rows of the runs going on at
+// once sit side by side on the newest pages, where by thread id a run
+// wrote a page of its own at its lease's acquire and release and at its
+// thread's start and end; and a Put finds the lease's token and the
+// thread's row by a number. The thread ids of threads are an index of
+// their own, written once, when a thread first starts. A deleted thread
+// keeps its key while it has a lease row, so its token goes on counting
+// if it starts again (an old run stays fenced out).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -165,6 +175,44 @@ CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
 `, `
 ALTER TABLE runs ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
 UPDATE runs SET last_seq = coalesce((SELECT max(seq) FROM run_events WHERE run = runs.id), 0);
+`, `
+INSERT INTO thread_keys (id) SELECT thread FROM leases WHERE thread NOT IN (SELECT id FROM thread_keys) ORDER BY thread;
+INSERT INTO thread_keys (id) SELECT id FROM threads WHERE id NOT IN (SELECT id FROM thread_keys) ORDER BY updated_at;
+CREATE TABLE leases_v9 (
+	tkey       INTEGER PRIMARY KEY, -- thread_keys.key
+	owner      TEXT    NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL -- Unix nanoseconds
+);
+INSERT INTO leases_v9 SELECT k.key, l.owner, l.token, l.expires_at FROM leases l JOIN thread_keys k ON k.id = l.thread;
+DROP TABLE leases;
+ALTER TABLE leases_v9 RENAME TO leases;
+CREATE TABLE threads_v9 (
+	tkey       INTEGER PRIMARY KEY, -- thread_keys.key
+	id         TEXT    NOT NULL UNIQUE,
+	pipeline   TEXT    NOT NULL,
+	status     TEXT    NOT NULL,
+	steps      INTEGER NOT NULL,
+	last_id    INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL -- Unix nanoseconds
+);
+INSERT INTO threads_v9 SELECT k.key, t.id, t.pipeline, t.status, t.steps, t.last_id, t.updated_at
+FROM threads t JOIN thread_keys k ON k.id = t.id;
+DROP TRIGGER checkpoints_thread;
+DROP TABLE threads;
+ALTER TABLE threads_v9 RENAME TO threads;
+CREATE INDEX threads_updated ON threads (updated_at DESC, id);
+CREATE INDEX threads_running ON threads (updated_at) WHERE status = 'running';
+CREATE TRIGGER checkpoints_thread AFTER INSERT ON checkpoints
+WHEN NEW.status != 'running' OR NOT EXISTS (SELECT 1 FROM threads
+	WHERE tkey = NEW.tkey AND status = 'running' AND pipeline = NEW.pipeline)
+BEGIN
+	INSERT INTO threads (tkey, id, pipeline, status, steps, last_id, updated_at)
+	VALUES (NEW.tkey, NEW.thread, NEW.pipeline, NEW.status, NEW.step, NEW.id, NEW.created_at)
+	ON CONFLICT (tkey) DO UPDATE SET pipeline = excluded.pipeline,
+		status = excluded.status, steps = excluded.steps,
+		last_id = excluded.last_id, updated_at = excluded.updated_at;
+END;
 `}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
@@ -175,13 +223,13 @@ UPDATE runs SET last_seq = coalesce((SELECT max(seq) FROM run_events WHERE run =
 // SELECT, which SQLite runs through a temporary table first (as it does
 // for every INSERT … SELECT into a table with a trigger), copying the
 // checkpoint's blobs twice. The thread must have its key (sqliteAddKey,
-// run first for a thread's first checkpoint).
+// run first for a thread's first checkpoint, or at its first lease).
 const sqlitePut = `
 INSERT OR IGNORE INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline,
 	config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
 VALUES ((SELECT k.key FROM thread_keys k WHERE k.id = ?1
 	AND ?2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE tkey = k.key), 0)
-	AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE thread = ?1))),
+	AND (?16 = 0 OR ?16 = (SELECT token FROM leases WHERE tkey = k.key))),
 	?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`
 
 // sqliteAddKey gives thread ?1 its key, if it has none.
@@ -215,8 +263,8 @@ const sqliteColumns = `thread, id, parent, step, node, next, status,
 // (written at their last change of status).
 const sqliteSummaries = `SELECT t.id, t.pipeline, t.status,
 	coalesce(c.step, t.steps) AS steps, coalesce(c.created_at, t.updated_at) AS updated_at
-FROM threads t LEFT JOIN thread_keys k ON t.status = 'running' AND k.id = t.id
-LEFT JOIN checkpoints c ON c.tkey = k.key AND c.id = (SELECT max(id) FROM checkpoints WHERE tkey = k.key)`
+FROM threads t LEFT JOIN checkpoints c ON t.status = 'running' AND c.tkey = t.tkey
+	AND c.id = (SELECT max(id) FROM checkpoints WHERE tkey = t.tkey)`
 
 // sqliteThreads lists threads, newest first; ?1 < 0 means no limit: the
 // first of those at rest, by threads_updated, merged with the running.
@@ -339,7 +387,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	req := &putReq{query: sqlitePut, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}}
-	if cp.ID == 1 {
+	if cp.ID == 1 && cp.Lease == 0 { // a leased thread got its key with its lease
 		req.before = &putReq{query: sqliteAddKey, args: []any{cp.Thread}}
 	}
 	n, err := s.commitPut(ctx, req)
@@ -466,9 +514,11 @@ func (s *sqliteStore) listThreads(ctx context.Context, stmt *sql.Stmt, args ...a
 const sqliteDelete = `
 DELETE FROM checkpoints WHERE tkey IN (SELECT key FROM thread_keys
 	WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/');
-DELETE FROM thread_keys WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';
-DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';
-UPDATE leases SET expires_at = 0 WHERE thread = ?1 OR substr(thread, 1, length(?1) + 1) = ?1 || '/';`
+UPDATE leases SET expires_at = 0 WHERE tkey IN (SELECT key FROM thread_keys
+	WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/');
+DELETE FROM thread_keys WHERE (id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/')
+	AND key NOT IN (SELECT tkey FROM leases);
+DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';`
 
 func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
 	if _, err := s.History(ctx, thread); err != nil {

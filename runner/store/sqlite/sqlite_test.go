@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -219,7 +220,7 @@ func TestPutAfterClose(t *testing.T) {
 }
 
 // TestThreadKeysInOrder: threads get their keys in the order of their
-// first checkpoints, whatever their ids (so the key entries of threads
+// first checkpoints (or leases), whatever their ids (so the key entries of threads
 // running at once sit together); a deleted thread's key goes with it,
 // and the thread started again gets a new one, after the others.
 func TestThreadKeysInOrder(t *testing.T) {
@@ -319,6 +320,37 @@ func TestSQLiteMigrateV7(t *testing.T) {
 	}
 	if evs, err := s.Events(ctx, "r", 0); err != nil || len(evs) != 3 || evs[2].Event != "end" {
 		t.Errorf("Events after migration = %+v, %v", evs, err)
+	}
+}
+
+// TestSQLiteMigrateV8 opens a file of schema version 8 holding two
+// leases, one of a thread with checkpoints and one of a thread without:
+// both keep their holder and token, a Put under the lease is taken, and
+// the released lease's next token follows on.
+func TestSQLiteMigrateV8(t *testing.T) {
+	future := time.Now().Add(time.Hour).UnixNano()
+	path := oldFile(t, append(slices.Clone(sqliteMigrations[:8]), `PRAGMA user_version = 8`,
+		`INSERT INTO thread_keys (id) VALUES ('a')`,
+		`INSERT INTO checkpoints (tkey, thread, id, parent, step, node, next, status, pipeline, config_hash, tenant, created_at)
+			VALUES (1, 'a', 1, 0, 1, 'n', 'm', 'running', 'p', 'h', '', 1)`,
+		fmt.Sprintf(`INSERT INTO leases VALUES ('a', 'x', 3, %d), ('b', 'y', 5, %d)`, future, future))...)
+	s := openTest(t, path)
+	ctx := context.Background()
+	for th, want := range map[string]string{"a": "x", "b": "y"} {
+		if _, err := s.Acquire(ctx, th, "z", time.Minute); !errors.Is(err, store.ErrLeased) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Acquire(%s) after migration: err = %v, want store.ErrLeased naming %s", th, err, want)
+		}
+	}
+	cp := storetest.Checkpoint("a", 2, false)
+	cp.Lease = 3
+	if err := s.Put(ctx, cp); err != nil {
+		t.Errorf("Put under the migrated lease: %v", err)
+	}
+	if err := s.Release(ctx, store.Lease{Thread: "b", Owner: "y", Token: 5}); err != nil {
+		t.Errorf("Release of the migrated lease of a thread without checkpoints: %v", err)
+	}
+	if l, err := s.Acquire(ctx, "b", "z", time.Minute); err != nil || l.Token != 6 {
+		t.Errorf("Acquire(b) after its release = %+v, %v; want token 6", l, err)
 	}
 }
 
