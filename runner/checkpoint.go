@@ -28,6 +28,7 @@ type cpRecord struct {
 	branchFrom         int64 // > 0: the checkpoint this one replays from (a snapshot), its parent
 	interrupt          *Interrupt
 	err                *RunError
+	last               bool // the run's end or pause: it writes nothing after
 }
 
 // meta is a checkpoint's bookkeeping. Snapshots carry the input and the
@@ -94,7 +95,8 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		parent = c.branchFrom
 	}
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: parent, Step: r.step, Node: c.node, Next: c.next,
-		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.clock.Now(), Lease: r.lease}
+		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.clock.Now(), Lease: r.lease.token()}
+	cp.Release = cp.Lease != 0 && c.last // the thread is free with its final state
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if r.caughtNew || snap { // a snapshot carries it on
 		m.Caught, r.caughtNew = r.caught, false
@@ -141,6 +143,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		return fmt.Errorf("%w: %v", errStore, err)
 	}
 	r.unsaved = false
+	if cp.Release {
+		r.lease.released = true
+	}
 	if snap {
 		r.sinceSnap, r.snapSize = 0, len(cp.Snapshot)
 	} else {

@@ -44,7 +44,7 @@ func (r *Run) pauseAt(ctx context.Context, state State, cur, next string, intr *
 	if intr.ID == "" { // a child's interrupt keeps the ID its thread gave it
 		intr.ID = interruptID(r.Thread, r.id+1) // the checkpoint that records it
 	}
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: next, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr}); err != nil {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: next, status: StatusInterrupted, state: state, writes: intr.Update, interrupt: intr, last: true}); err != nil {
 		return nil, err
 	}
 	r.emit(EventInterrupt, cur, intr)
@@ -66,7 +66,7 @@ func (r *Run) stop(ctx context.Context, state State, cur string) (*Result, error
 		return r.end(ctx, state, cur, StatusTimedOut, &RunError{Code: "timeout", Node: cur, Kind: KindTimeout, Message: fmt.Sprintf(
 			"pipeline %s ran longer than its timeout of %s (at node %s); raise limits.timeout if the run needs more", r.Graph.Name, r.Graph.Timeout, cur)})
 	}
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusCancelled, state: state}); err != nil {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: StatusCancelled, state: state, last: true}); err != nil {
 		return nil, err
 	}
 	r.emit(EventError, cur, map[string]any{"error": "cancelled"})
@@ -84,7 +84,7 @@ func (r *Run) end(ctx context.Context, state State, cur, status string, re *RunE
 	re.Message = r.Graph.Redact.String(re.Message) // before the handler sees it
 	state = r.handle(state, cur, status, re)
 	re.Message = r.Graph.Redact.String(re.Message) // with the handler's error
-	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: status, state: state, err: re}); err != nil {
+	if err := r.checkpoint(context.WithoutCancel(ctx), cpRecord{node: cur, next: cur, status: status, state: state, err: re, last: true}); err != nil {
 		return nil, err
 	}
 	r.emit(EventError, cur, re)

@@ -105,12 +105,12 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	if err != nil {
 		return nil, err
 	}
-	token, release, err := e.lease(ctx, thread)
+	h, err := e.lease(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	r.lease = token
+	defer e.release(ctx, h)
+	r.lease = h
 	if !opt.New {
 		if state, err = r.nextTurn(ctx, state, input); err != nil {
 			return nil, err
@@ -192,11 +192,11 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	if _, err := e.Store.Load(ctx, thread, 0); err != nil {
 		return nil, err
 	}
-	token, release, err := e.lease(ctx, thread)
+	h, err := e.lease(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer e.release(ctx, h)
 	cps, err := e.Store.Load(ctx, thread, 0)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 		return nil, fmt.Errorf("thread %s: %w", thread, err)
 	}
 	r := e.reopen(g, thread, cps, meta)
-	r.lease = token
+	r.lease = h
 	if err := r.staticInterrupts(opt.RunOptions); err != nil {
 		return nil, err
 	}

@@ -16,35 +16,60 @@ import (
 // lease when Engine.LeaseTTL is zero.
 const DefaultLeaseTTL = 30 * time.Second
 
-// lease acquires thread's lease for a run and renews it until release is
-// called, which ends it; it returns the lease's token for the run's
-// checkpoints. A thread leased by another live run is ErrThreadBusy; one
-// a retention sweep holds is waited for, briefly (Engine.Sweep).
-// Without a store, and for a child thread (run under its parent's
-// lease), there is no lease: token 0.
-func (e *Engine) lease(ctx context.Context, thread string) (token int64, release func(), err error) {
+// held is a run's lease on its thread, renewed while the run works.
+type held struct {
+	lease      store.Lease
+	stop, done chan struct{} // the renewing goroutine's
+	// released: the run's last checkpoint ended the lease
+	// (store.Checkpoint.Release), one write fewer than Release.
+	released bool
+}
+
+// token is the lease's token for the run's checkpoints: 0 for none.
+func (h *held) token() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.lease.Token
+}
+
+// lease acquires thread's lease for a run and renews it until release.
+// A thread leased by another live run is ErrThreadBusy; one a retention
+// sweep holds is waited for, briefly (Engine.Sweep). Without a store, and
+// for a child thread (run under its parent's lease), there is no lease:
+// nil.
+func (e *Engine) lease(ctx context.Context, thread string) (*held, error) {
 	if e.Store == nil || e.meter != nil {
-		return 0, func() {}, nil
+		return nil, nil
 	}
 	ttl := cmp.Or(e.LeaseTTL, DefaultLeaseTTL)
 	l, err := e.acquire(ctx, thread, ttl)
 	if errors.Is(err, store.ErrLeased) {
-		return 0, nil, fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
+		return nil, fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
 	} else if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	stop, done := make(chan struct{}), make(chan struct{})
+	h := &held{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		e.renew(ctx, l, ttl, stop)
+		defer close(h.done)
+		e.renew(ctx, l, ttl, h.stop)
 	}()
-	return l.Token, func() {
-		close(stop)
-		<-done
+	return h, nil
+}
+
+// release stops renewing h and ends it, unless the run's last checkpoint
+// did.
+func (e *Engine) release(ctx context.Context, h *held) {
+	if h == nil {
+		return
+	}
+	close(h.stop)
+	<-h.done
+	if !h.released {
 		// An error means the lease was taken over or the store is gone:
 		// either way it expires.
-		_ = e.Store.Release(context.WithoutCancel(ctx), l)
-	}, nil
+		_ = e.Store.Release(context.WithoutCancel(ctx), h.lease)
+	}
 }
 
 // renew renews l every third of ttl until stop is closed or the lease is

@@ -194,3 +194,90 @@ func expectBusy(t *testing.T, cmd *exec.Cmd, when string) {
 	}
 	t.Logf("resume %s: %s", when, strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
 }
+
+// putLog records a store's Puts and Releases.
+type putLog struct {
+	store.Store
+	mu       sync.Mutex
+	releases []bool // each Put's Release, in order
+	released int    // calls of Release
+}
+
+func (p *putLog) Put(ctx context.Context, cp *store.Checkpoint) error {
+	p.mu.Lock()
+	p.releases = append(p.releases, cp.Release)
+	p.mu.Unlock()
+	return p.Store.Put(ctx, cp)
+}
+
+func (p *putLog) Release(ctx context.Context, l store.Lease) error {
+	p.mu.Lock()
+	p.released++
+	p.mu.Unlock()
+	return p.Store.Release(ctx, l)
+}
+
+// TestLeaseEndsWithLastCheckpoint: a run that completes, pauses, fails
+// (after a handler of two steps) or is cancelled ends its lease with its
+// last checkpoint, and only that one: no Release of its own, and the
+// thread is free the moment the run returns.
+func TestLeaseEndsWithLastCheckpoint(t *testing.T) {
+	handled := workGraph("fail")
+	handled.OnError = "h1"
+	handled.Nodes["h1"] = &runner.Step{Name: "h1", Node: set(runner.Update{"done": false}), Routes: []runner.Route{{To: "h2"}}}
+	handled.Nodes["h2"] = &runner.Step{Name: "h2", Node: set(runner.Update{"done": false}), Routes: []runner.Route{{To: runner.End}}}
+	for _, tc := range []struct {
+		name   string
+		paused bool // the thread is paused at approval before the run
+		run    func(context.Context, *runner.Engine) (*runner.Result, error)
+		status string
+	}{
+		{"completes", false, func(ctx context.Context, e *runner.Engine) (*runner.Result, error) {
+			return e.Run(ctx, workGraph("ok"), "t", nil)
+		}, runner.StatusCompleted},
+		{"fails after its handler", false, func(ctx context.Context, e *runner.Engine) (*runner.Result, error) {
+			return e.Run(ctx, handled, "t", nil)
+		}, runner.StatusFailed},
+		{"pauses", false, func(ctx context.Context, e *runner.Engine) (*runner.Result, error) {
+			return e.Run(ctx, oneNode(approval, nil), "t", nil)
+		}, runner.StatusInterrupted},
+		{"is resumed to its end", true, func(ctx context.Context, e *runner.Engine) (*runner.Result, error) {
+			return e.Resume(ctx, oneNode(approval, nil), "t", runner.ResumeOptions{Value: map[string]any{"ok": true}})
+		}, runner.StatusCompleted},
+		{"is cancelled", false, func(ctx context.Context, e *runner.Engine) (*runner.Result, error) {
+			ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			return e.Run(ctx, workGraph("block"), "t", nil)
+		}, runner.StatusCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if tc.paused {
+				if res, err := (&runner.Engine{Store: st}).Run(context.Background(), oneNode(approval, nil), "t", nil); err != nil || res.Status != runner.StatusInterrupted {
+					t.Fatalf("Run = %+v, %v; want it paused", res, err)
+				}
+			}
+			log := &putLog{Store: st}
+			res, err := tc.run(context.Background(), &runner.Engine{Store: log})
+			if err != nil || res.Status != tc.status {
+				t.Fatalf("run = %+v, %v; want %s", res, err, tc.status)
+			}
+			last := len(log.releases) - 1
+			for i, rel := range log.releases {
+				if rel != (i == last) {
+					t.Errorf("Put %d of %d has Release %v; want it on the last only", i+1, last+1, rel)
+				}
+			}
+			if log.released != 0 {
+				t.Errorf("Release called %d times; want none (the last Put released)", log.released)
+			}
+			if _, err := st.Acquire(context.Background(), "t", "other", time.Minute); err != nil {
+				t.Errorf("Acquire after the run returned: %v; want the thread free", err)
+			}
+		})
+	}
+}

@@ -19,7 +19,7 @@ type Run struct {
 	clock     Clock
 	input     map[string]any
 	id        int64 // newest checkpoint id
-	lease     int64 // token of the thread's lease, for its checkpoints
+	lease     *held // the thread's lease, for its checkpoints: nil for none
 	step      int
 	turn      int       // the step this run's turn of the thread began at
 	started   time.Time // when this turn of the thread began
@@ -210,10 +210,10 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
 	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged, step: true}
 	if next == End {
-		rec.status = StatusCompleted
+		rec.status, rec.last = StatusCompleted, true
 	}
 	if h := r.handling; h != nil { // a handler's step: the thread stands where the run ended
-		rec.next, rec.status, rec.err = h.node, h.status, h.err
+		rec.next, rec.status, rec.err, rec.last = h.node, h.status, h.err, false
 	}
 	if err := r.checkpoint(ctx, rec); err != nil {
 		return "", err

@@ -65,6 +65,11 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 		m.threads[cp.Thread] = t
 	}
 	t.cps = append(t.cps, c)
+	if cp.Release {
+		l := m.leases[cp.Thread]
+		l.Expires = time.Time{}
+		m.leases[cp.Thread] = l
+	}
 	return nil
 }
 
@@ -225,11 +230,11 @@ func (m *memory) Release(_ context.Context, l Lease) error {
 // Close does nothing: the memory store stays usable until it is dropped.
 func (m *memory) Close() error { return nil }
 
-// clone deep-copies cp, with CreatedAt in UTC; without the Writes and
-// Snapshot unless full.
+// clone deep-copies cp, with CreatedAt in UTC, without what is not
+// stored (Lease, Release); without the Writes and Snapshot unless full.
 func clone(cp *Checkpoint, full bool) *Checkpoint {
 	c := *cp
-	c.CreatedAt = cp.CreatedAt.UTC()
+	c.CreatedAt, c.Lease, c.Release = cp.CreatedAt.UTC(), 0, false
 	c.Interrupt, c.Meta = cloneRaw(cp.Interrupt), cloneRaw(cp.Meta)
 	c.Writes, c.Snapshot = nil, nil
 	if full {

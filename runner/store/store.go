@@ -65,6 +65,10 @@ type Checkpoint struct {
 	// Lease is not the thread's current token; the field is not stored
 	// (Load and History return 0).
 	Lease int64 `json:"-"`
+	// Release ends that lease in the same write, as Release would, when
+	// the checkpoint is stored: the writer's last (a run's end or pause),
+	// so the thread is free the moment its state is final. Not stored.
+	Release bool `json:"-"`
 }
 
 // Lease is an owner's exclusive claim on a thread until Expires: one
@@ -158,6 +162,8 @@ func CheckPut(cp *Checkpoint) error {
 	case cp.Parent != cp.ID-1 && len(cp.Snapshot) == 0:
 		return fmt.Errorf("store: put: thread %q: checkpoint %d branches from %d without a snapshot",
 			cp.Thread, cp.ID, cp.Parent)
+	case cp.Release && cp.Lease == 0:
+		return fmt.Errorf("store: put: thread %q: checkpoint %d releases a lease but names none", cp.Thread, cp.ID)
 	}
 	if cp.CreatedAt.IsZero() {
 		cp.CreatedAt = time.Now()

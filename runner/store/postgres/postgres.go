@@ -61,10 +61,11 @@ type pgStore struct {
 }
 
 // pgPut inserts a checkpoint only if its ID ($2) is the thread's next and
-// its lease token ($16) is 0 or the thread's, and upserts the thread's
-// row, in one statement; a concurrent Put of the same ID fails on the
-// primary key, and the lease row stays locked until the Put commits, so a
-// takeover waits for it. It affects one row when it inserted.
+// its lease token ($16) is 0 or the thread's, upserts the thread's row,
+// and, if it inserted and $17 says so, releases the lease, in one
+// statement; a concurrent Put of the same ID fails on the primary key,
+// and the lease row stays locked until the Put commits, so a takeover
+// waits for it. It affects one row when it inserted.
 const pgPut = `
 WITH ins AS (
 	INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
@@ -72,7 +73,10 @@ WITH ins AS (
 	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 	WHERE $2 = 1 + coalesce((SELECT max(id) FROM checkpoints WHERE thread = $1), 0)
 	AND ($16 = 0 OR $16 = (SELECT token FROM leases WHERE thread = $1 FOR SHARE))
-	RETURNING thread, pipeline, status, step, id, created_at)
+	RETURNING thread, pipeline, status, step, id, created_at),
+rel AS (
+	UPDATE leases SET expires_at = 0
+	WHERE $17::boolean AND thread = $1 AND token = $16 AND EXISTS (SELECT FROM ins))
 INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
 SELECT * FROM ins
 ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline, status = excluded.status,
@@ -108,7 +112,7 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	res := s.group.Do(write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}})
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release}})
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.As(res.Err, &pgErr) && pgErr.Code == "23505": // unique_violation

@@ -17,7 +17,8 @@ const maxBatch = 128
 // whose answer is the number of rows it changed (for a RETURNING
 // statement of one row at most, the value it returned, 0 for no row),
 // after the writes before, if any (a thread's key for its first Put; the
-// events of an append), in the same transaction.
+// events of an append), and, if it changed a row, before the write after
+// (the release of a lease with its last Put), in the same transaction.
 //
 // Each statement says OR ROLLBACK (OR IGNORE for a Put): a transaction
 // that fails is committed again write by write, so a statement need not
@@ -28,6 +29,7 @@ type putReq struct {
 	args      []any
 	returning bool
 	before    *putReq
+	after     *putReq
 }
 
 // commitPut commits a write in the group commit of concurrent writes
@@ -128,14 +130,19 @@ func (w *writer) inTx(batch []*putReq, res []store.Result) error {
 	return nil
 }
 
-// exec runs the write's statements, those before first.
+// exec runs the write's statements: those before, its own, and those
+// after if its own changed a row.
 func (w *writer) exec(req *putReq) (int64, error) {
 	if req.before != nil {
 		if _, err := w.exec(req.before); err != nil {
 			return 0, err
 		}
 	}
-	return w.run(req.query, req.args, req.returning)
+	n, err := w.run(req.query, req.args, req.returning)
+	if err == nil && n == 1 && req.after != nil {
+		_, err = w.exec(req.after)
+	}
+	return n, err
 }
 
 // run runs query with args: the rows it changed, or for a RETURNING

@@ -390,6 +390,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if cp.ID == 1 && cp.Lease == 0 { // a leased thread got its key with its lease
 		req.before = &putReq{query: sqliteAddKey, args: []any{cp.Thread}}
 	}
+	if cp.Release {
+		req.after = &putReq{query: sqliteRenew, args: []any{cp.Thread, cp.Lease, 0}}
+	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)

@@ -24,6 +24,7 @@ var leaseCases = []struct {
 	{"release frees the thread at once", testRelease},
 	{"a released lease is not renewed", testRenewReleased},
 	{"put under a lease taken over is fenced", testFencedPut},
+	{"a put that releases its lease frees the thread once stored", testPutRelease},
 	{"concurrent acquirers: one wins", testConcurrentAcquire},
 	{"delete ends the leases; tokens go on", testDeleteLeases},
 }
@@ -177,6 +178,49 @@ func testFencedPut(t *testing.T, s store.Store) {
 	hist, err := s.History(ctx, "t")
 	if err != nil || len(hist) != 3 {
 		t.Errorf("History = %v, %v; want ids 1..3", IDs(hist), err)
+	}
+}
+
+func testPutRelease(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	put := func(id, lease int64) error {
+		cp := Checkpoint("t", id, false)
+		cp.Lease, cp.Release = lease, true
+		return s.Put(ctx, cp)
+	}
+	a := acquire(t, s, "t", "a", time.Minute)
+	PutAll(t, s, "t", 1)
+	if err := put(3, a.Token); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Put of a checkpoint not next: err = %v, want store.ErrConflict", err)
+	}
+	if _, err := s.Acquire(ctx, "t", "b", time.Minute); !errors.Is(err, store.ErrLeased) {
+		t.Errorf("Acquire after a releasing Put that was refused: err = %v, want store.ErrLeased (still a's)", err)
+	}
+	if err := put(2, a.Token); err != nil {
+		t.Fatalf("Put that releases: %v", err)
+	}
+	if _, err := s.Renew(ctx, a, time.Minute); !errors.Is(err, store.ErrLeased) || !strings.Contains(err.Error(), "released") {
+		t.Errorf("Renew after a releasing Put: err = %v, want store.ErrLeased saying the lease was released", err)
+	}
+	b := acquire(t, s, "t", "b", time.Minute)
+	if b.Token <= a.Token {
+		t.Errorf("token after a releasing Put = %d, want above %d", b.Token, a.Token)
+	}
+	if err := put(3, a.Token); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("releasing Put under a lease taken over: err = %v, want store.ErrFenced", err)
+	}
+	if _, err := s.Acquire(ctx, "t", "c", time.Minute); !errors.Is(err, store.ErrLeased) {
+		t.Errorf("Acquire after a fenced releasing Put: err = %v, want store.ErrLeased (still b's)", err)
+	}
+	if err := put(3, 0); err == nil {
+		t.Error("Put that releases no lease (Lease 0) succeeded, want an error")
+	}
+	hist, err := s.History(ctx, "t")
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("History = %v, %v; want ids 1..2", IDs(hist), err)
+	}
+	if last := hist[1]; last.Lease != 0 || last.Release {
+		t.Errorf("stored checkpoint has Lease %d, Release %v; want neither stored", last.Lease, last.Release)
 	}
 }
 
