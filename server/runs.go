@@ -49,12 +49,25 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	if !s.busy(thread) { // it starts at once, unless admit finds the thread busy after all
 		status = store.RunRunning
 	}
-	rec, created, err := s.runs.CreateRun(ctx, &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: thread,
+	rec := &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: thread,
 		Tenant: tenantOf(ctx), Assistant: name, Status: status, MultitaskStrategy: q.MultitaskStrategy,
-		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta})
-	if err != nil || !created {
-		return rec, nil, err
+		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta}
+	var newThread *store.ThreadRecord // created with the run, in one write
+	if create {
+		newThread = &store.ThreadRecord{ID: thread, Tenant: rec.Tenant, Metadata: graphTag(name)}
 	}
+	run, created, err := s.runs.CreateRun(ctx, rec, newThread)
+	if errors.Is(err, store.ErrConflict) && create && !stateless {
+		// created meanwhile: it must be the tenant's, and is tagged as an existing thread
+		if _, err = s.record(ctx, thread); err == nil {
+			create = false
+			run, created, err = s.runs.CreateRun(ctx, rec, nil)
+		}
+	}
+	if err != nil || !created {
+		return run, nil, err
+	}
+	rec = run
 	l, err := s.admit(ctx, rec, q, create, stateless, watch)
 	if err != nil {
 		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
@@ -66,11 +79,14 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	return rec, l, nil
 }
 
-// admit creates or tags the run's thread, then starts the run, queues it
-// or refuses it, as the thread's state and the multitask strategy say.
-func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, create, stateless, watch bool) (*liveRun, error) {
-	if err := s.tagThread(ctx, rec, create); err != nil {
-		return nil, err
+// admit tags the run's thread unless it was created with the run, then
+// starts the run, queues it or refuses it, as the thread's state and the
+// multitask strategy say.
+func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, threadCreated, stateless, watch bool) (*liveRun, error) {
+	if !threadCreated {
+		if err := s.tagThread(ctx, rec); err != nil {
+			return nil, err
+		}
 	}
 	g := s.cfg.Graphs[rec.Assistant]
 	s.stateMu.Lock()
@@ -139,19 +155,16 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 	return watched, nil
 }
 
-// tagThread creates the run's thread, or records on an existing one the
-// graph it runs when it names none this server serves (a client may have
-// set graph_id itself).
-func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create bool) error {
-	tag := map[string]any{"graph_id": rec.Assistant, "assistant_id": AssistantID(rec.Assistant)}
-	if create {
-		meta, _ := json.Marshal(tag)
-		err := s.runs.CreateThread(ctx, &store.ThreadRecord{ID: rec.Thread, Tenant: rec.Tenant, Metadata: meta})
-		if errors.Is(err, store.ErrConflict) { // created meanwhile: it must be the tenant's
-			_, err = s.record(ctx, rec.Thread)
-		}
-		return err
-	}
+// graphTag is the metadata that names the graph a thread runs.
+func graphTag(name string) json.RawMessage {
+	meta, _ := json.Marshal(map[string]any{"graph_id": name, "assistant_id": AssistantID(name)})
+	return meta
+}
+
+// tagThread records on the run's existing thread the graph it runs when
+// it names none this server serves (a client may have set graph_id
+// itself).
+func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord) error {
 	t, err := s.runs.Thread(ctx, rec.Thread)
 	if err != nil {
 		return err
@@ -164,9 +177,7 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, create boo
 		}
 		return nil
 	}
-	for k, v := range tag {
-		meta[k] = v
-	}
+	meta["graph_id"], meta["assistant_id"] = rec.Assistant, AssistantID(rec.Assistant)
 	t.Metadata, _ = json.Marshal(meta)
 	return s.runs.UpdateThread(ctx, t)
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/server"
 )
 
@@ -308,5 +310,54 @@ func TestShutdown(t *testing.T) {
 	st := e.call("GET", "/threads/"+id+"/state", nil, 200)
 	if fmt.Sprint(st["next"]) != "[wait]" || st["metadata"].(map[string]any)["status"] != "cancelled" {
 		t.Errorf("state after shutdown %v", st)
+	}
+}
+
+// lateThreads is a store that reads the records of the threads in late
+// as missing, once each: another client creates the thread just after
+// the server looked.
+type lateThreads struct {
+	store.Store
+	store.RunStore
+	late sync.Map // thread id → struct{}, until read
+}
+
+func (l *lateThreads) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
+	if _, ok := l.late.LoadAndDelete(id); ok {
+		return nil, store.RecordNotFound("thread", id)
+	}
+	return l.RunStore.Thread(ctx, id)
+}
+
+// TestIfNotExistsCreatedMeanwhile: a run with if_not_exists create whose
+// thread another client creates after the server found none runs on that
+// thread, tagged with its graph; on another tenant's, it is 404 and
+// leaves no run.
+func TestIfNotExistsCreatedMeanwhile(t *testing.T) {
+	var late *lateThreads
+	e := newEnv(t, func(c *server.Config) {
+		late = &lateThreads{}
+		late.Store, late.RunStore = c.Store, c.Store.(store.RunStore)
+		c.Store = late
+	})
+	e.call("POST", "/threads", map[string]any{"thread_id": "mine"}, 200)
+	e.key = otherKey
+	e.call("POST", "/threads", map[string]any{"thread_id": "theirs"}, 200)
+	e.key = testKey
+	late.late.Store("mine", struct{}{})
+	late.late.Store("theirs", struct{}{})
+
+	body := map[string]any{"assistant_id": "approval", "if_not_exists": "create"}
+	if got := e.call("POST", "/threads/mine/runs/wait", body, 200); got["__interrupt__"] == nil {
+		t.Errorf("run on a thread created meanwhile = %v, want it paused at its approval", got)
+	}
+	meta, _ := e.call("GET", "/threads/mine", nil, 200)["metadata"].(map[string]any)
+	if meta["graph_id"] != "approval" {
+		t.Errorf("thread metadata = %v, want graph_id approval", meta)
+	}
+	e.call("POST", "/threads/theirs/runs/wait", body, 404)
+	e.key = otherKey
+	if runs := e.list("GET", "/threads/theirs/runs", nil); len(runs) != 0 {
+		t.Errorf("runs on the other tenant's thread = %v, want none", runs)
 	}
 }

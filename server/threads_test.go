@@ -183,7 +183,7 @@ func TestRecovery(t *testing.T) {
 		{ID: "recent", Thread: "t3"},
 	} {
 		r.Assistant, r.Status = "slow", store.RunRunning
-		if _, _, err := rs.CreateRun(ctx, r); err != nil {
+		if _, _, err := rs.CreateRun(ctx, r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -87,9 +87,15 @@ func (m *memRuns) ThreadRecords(_ context.Context, tenant string) ([]ThreadRecor
 	return out, nil
 }
 
-func (m *memRuns) CreateRun(_ context.Context, r *RunRecord) (*RunRecord, bool, error) {
-	if err := CheckRunRecord(r, time.Now()); err != nil {
+func (m *memRuns) CreateRun(_ context.Context, r *RunRecord, thread *ThreadRecord) (*RunRecord, bool, error) {
+	now := time.Now()
+	if err := CheckRunRecord(r, now); err != nil {
 		return nil, false, err
+	}
+	if thread != nil {
+		if err := CheckThreadRecord(thread, now); err != nil {
+			return nil, false, err
+		}
 	}
 	m.rmu.Lock()
 	defer m.rmu.Unlock()
@@ -100,8 +106,13 @@ func (m *memRuns) CreateRun(_ context.Context, r *RunRecord) (*RunRecord, bool, 
 			}
 		}
 	}
-	if m.runs[r.ID] != nil {
+	switch {
+	case m.runs[r.ID] != nil:
 		return nil, false, ConflictRecord("run", r.ID)
+	case thread != nil && m.records[thread.ID] != nil:
+		return nil, false, ConflictRecord("thread", thread.ID)
+	case thread != nil:
+		m.records[thread.ID] = cloneThreadRecord(thread)
 	}
 	m.runs[r.ID] = cloneRunRecord(r)
 	return cloneRunRecord(r), true, nil

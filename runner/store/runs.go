@@ -91,8 +91,11 @@ type RunStore interface {
 	// CreateRun writes a new run record and returns it with created
 	// true; when r.IdempotencyKey is set and the tenant already has a run
 	// with it, nothing is written and that run is returned with created
-	// false. Zero times are set to now.
-	CreateRun(ctx context.Context, r *RunRecord) (run *RunRecord, created bool, err error)
+	// false. A thread that is not nil is the record of the run's new
+	// thread, written with the run in one write: when a thread record
+	// with its ID exists, nothing is written and the error is an
+	// ErrConflict naming the thread. Zero times are set to now.
+	CreateRun(ctx context.Context, r *RunRecord, thread *ThreadRecord) (run *RunRecord, created bool, err error)
 	// Run returns a run record; ErrNotFound when there is none.
 	Run(ctx context.Context, id string) (*RunRecord, error)
 	// Runs lists a thread's runs, oldest first.

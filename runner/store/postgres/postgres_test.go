@@ -303,7 +303,7 @@ func TestRunStoreTerminatedConnections(t *testing.T) {
 	db := newTestDB(t)
 	s := db.open(t).(store.RunStore)
 	ctx := context.Background()
-	if _, _, err := s.CreateRun(ctx, &store.RunRecord{ID: "r", Thread: "t", Status: store.RunPending}); err != nil {
+	if _, _, err := s.CreateRun(ctx, &store.RunRecord{ID: "r", Thread: "t", Status: store.RunPending}, nil); err != nil {
 		t.Fatal(err)
 	}
 	const appends = 30

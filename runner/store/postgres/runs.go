@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -66,6 +67,16 @@ const (
 	kwargs, metadata, created_at, updated_at`
 	pgCreateRun = `INSERT INTO runs (` + pgRunColumns + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`
+	// pgCreateRunThread is pgCreateRun with the record of the run's new
+	// thread ($12-$16) inserted first, in one statement: no row when the
+	// thread exists or the tenant has a run of the idempotency key, a
+	// unique violation (nothing written) when the run's ID or key is
+	// taken meanwhile.
+	pgCreateRunThread = `WITH t AS (
+	INSERT INTO thread_records (` + pgThreadColumns + `) SELECT $12, $13, $14, $15, $16
+	WHERE $7 = '' OR NOT EXISTS (SELECT FROM runs WHERE tenant = $3 AND idempotency_key = $7)
+	ON CONFLICT (id) DO NOTHING RETURNING id)
+	INSERT INTO runs (` + pgRunColumns + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM t`
 	pgRunByKey       = `SELECT ` + pgRunColumns + ` FROM runs WHERE tenant = $1 AND idempotency_key = $2`
 	pgRun            = `SELECT ` + pgRunColumns + ` FROM runs WHERE id = $1`
 	pgRuns           = `SELECT ` + pgRunColumns + ` FROM runs WHERE thread = $1 ORDER BY created_at, id`
@@ -200,13 +211,19 @@ func scanThreadRecord(row pgx.Row) (*store.ThreadRecord, error) {
 	return &t, nil
 }
 
-func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
-	if err := store.CheckRunRecord(r, time.Now()); err != nil {
+func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
+	now := time.Now()
+	if err := store.CheckRunRecord(r, now); err != nil {
 		return nil, false, err
 	}
-	run, created, err := s.createRun(ctx, r, false)
+	if thread != nil {
+		if err := store.CheckThreadRecord(thread, now); err != nil {
+			return nil, false, err
+		}
+	}
+	run, created, err := s.createRun(ctx, r, thread, false)
 	if err != nil && s.lost(ctx, err) {
-		run, created, err = s.createRun(ctx, r, true)
+		run, created, err = s.createRun(ctx, r, thread, true)
 	}
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		err = fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -214,18 +231,26 @@ func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store.Run
 	return run, created, err
 }
 
-// createRun inserts r unless its ID or its tenant's idempotency key is
-// taken; then it returns the run of that key, not created. After a lost
-// connection (retried), a run of r's ID and creation time is r itself,
-// inserted by the attempt whose reply was lost.
-func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, retried bool) (*store.RunRecord, bool, error) {
-	tag, err := s.pool.Exec(ctx, pgCreateRun, r.ID, r.Thread, r.Tenant, r.Assistant, r.Status,
-		r.MultitaskStrategy, r.IdempotencyKey, blob(r.Kwargs), blob(r.Metadata),
-		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
-	if err != nil {
-		return nil, false, err
+// createRun inserts r, and thread first if not nil, unless its ID, its
+// tenant's idempotency key or the thread's ID is taken; for a key taken
+// it returns the run of that key, not created. After a lost connection
+// (retried), a run of r's ID and creation time is r itself, inserted by
+// the attempt whose reply was lost.
+func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord, retried bool) (*store.RunRecord, bool, error) {
+	args := []any{r.ID, r.Thread, r.Tenant, r.Assistant, r.Status, r.MultitaskStrategy, r.IdempotencyKey,
+		blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano()}
+	query := pgCreateRun
+	if thread != nil {
+		query = pgCreateRunThread
+		args = append(args, thread.ID, thread.Tenant, blob(thread.Metadata), thread.CreatedAt.UnixNano(), thread.UpdatedAt.UnixNano())
 	}
-	if tag.RowsAffected() == 1 {
+	tag, err := s.pool.Exec(ctx, query, args...)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation: taken meanwhile
+	case err != nil:
+		return nil, false, err
+	case tag.RowsAffected() == 1:
 		return storedRun(r), true, nil
 	}
 	if retried {
@@ -240,6 +265,9 @@ func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, retried boo
 		} else if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, false, err
 		}
+	}
+	if thread != nil && pgErr == nil {
+		return nil, false, store.ConflictRecord("thread", thread.ID)
 	}
 	return nil, false, store.ConflictRecord("run", r.ID)
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"io"
 
@@ -18,7 +19,9 @@ const maxBatch = 128
 // statement of one row at most, the value it returned, 0 for no row),
 // after the writes before, if any (a thread's key for its first Put; the
 // events of an append), and, if it changed a row, before the write after
-// (the release of a lease with its last Put), in the same transaction.
+// (the release of a lease with its last Put, a run created with its
+// thread), which must change a row too (else errAfter), in the same
+// transaction.
 //
 // Each statement says OR ROLLBACK (OR IGNORE for a Put): a transaction
 // that fails is committed again write by write, so a statement need not
@@ -130,6 +133,10 @@ func (w *writer) inTx(batch []*putReq, res []store.Result) error {
 	return nil
 }
 
+// errAfter is the error of a write whose write after changed no row:
+// the transaction is rolled back.
+var errAfter = errors.New("sqlite: the write after changed no row")
+
 // exec runs the write's statements: those before, its own, and those
 // after if its own changed a row.
 func (w *writer) exec(req *putReq) (int64, error) {
@@ -140,7 +147,10 @@ func (w *writer) exec(req *putReq) (int64, error) {
 	}
 	n, err := w.run(req.query, req.args, req.returning)
 	if err == nil && n == 1 && req.after != nil {
-		_, err = w.exec(req.after)
+		var m int64
+		if m, err = w.exec(req.after); err == nil && m == 0 {
+			err = errAfter
+		}
 	}
 	return n, err
 }

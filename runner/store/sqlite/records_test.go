@@ -27,7 +27,7 @@ func TestGroupedRecordWrites(t *testing.T) {
 			defer wg.Done()
 			thread := fmt.Sprintf("t%d", i/2) // two writers a thread
 			errs[i][0] = rs.CreateThread(ctx, &store.ThreadRecord{ID: thread, Tenant: "acme"})
-			_, _, errs[i][1] = rs.CreateRun(ctx, &store.RunRecord{ID: fmt.Sprintf("r%d", i), Thread: thread, Status: store.RunPending})
+			_, _, errs[i][1] = rs.CreateRun(ctx, &store.RunRecord{ID: fmt.Sprintf("r%d", i), Thread: thread, Status: store.RunPending}, nil)
 			run := fmt.Sprintf("r%d", i)
 			if i%4 == 3 {
 				run = "unknown"
@@ -50,7 +50,7 @@ func TestGroupedRecordWrites(t *testing.T) {
 			t.Errorf("SetRunStatus of writer %d: %v", i, errs[i][2])
 		}
 	}
-	if _, _, err := rs.CreateRun(ctx, &store.RunRecord{ID: "r0", Thread: "t0", Status: store.RunPending}); !errors.Is(err, store.ErrConflict) {
+	if _, _, err := rs.CreateRun(ctx, &store.RunRecord{ID: "r0", Thread: "t0", Status: store.RunPending}, nil); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateRun r0 again: %v, want a conflict", err)
 	}
 	if r, err := rs.Run(ctx, "r1"); err != nil || r.Status != store.RunRunning {

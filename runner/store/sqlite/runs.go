@@ -90,8 +90,7 @@ func (s *sqliteStore) CreateThread(ctx context.Context, t *store.ThreadRecord) e
 	if err := store.CheckThreadRecord(t, time.Now()); err != nil {
 		return err
 	}
-	err := s.groupedRow(ctx, "create thread "+t.ID, sqliteCreateThread,
-		t.ID, t.Tenant, blob(t.Metadata), t.CreatedAt.UnixNano(), t.UpdatedAt.UnixNano())
+	err := s.groupedRow(ctx, "create thread "+t.ID, sqliteCreateThread, threadArgs(t)...)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ConflictRecord("thread", t.ID)
 	}
@@ -149,30 +148,40 @@ func (s *sqliteStore) ThreadRecords(ctx context.Context, tenant string) ([]store
 	return out, rows.Err()
 }
 
-func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
-	if err := store.CheckRunRecord(r, time.Now()); err != nil {
+func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
+	now := time.Now()
+	if err := store.CheckRunRecord(r, now); err != nil {
 		return nil, false, err
 	}
+	if thread != nil {
+		if err := store.CheckThreadRecord(thread, now); err != nil {
+			return nil, false, err
+		}
+	}
 	if r.IdempotencyKey == "" {
-		return s.createRunGrouped(ctx, r)
+		return s.createRunGrouped(ctx, r, thread)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
 	defer tx.Rollback()
-	if r.IdempotencyKey != "" {
-		old, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ?1 AND idempotency_key = ?2`,
-			r.Tenant, r.IdempotencyKey))
-		if err == nil {
-			return old, false, nil
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	old, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ?1 AND idempotency_key = ?2`,
+		r.Tenant, r.IdempotencyKey))
+	if err == nil {
+		return old, false, nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	if thread != nil {
+		res, err := tx.ExecContext(ctx, sqliteCreateThread, threadArgs(thread)...)
+		if err := oneRow(res, err, "create thread "+thread.ID); errors.Is(err, store.ErrNotFound) {
+			return nil, false, store.ConflictRecord("thread", thread.ID)
+		} else if err != nil {
+			return nil, false, err
 		}
 	}
-	res, err := tx.ExecContext(ctx, sqliteCreateRun,
-		r.ID, r.Thread, r.Tenant, r.Assistant, r.Status, r.MultitaskStrategy, r.IdempotencyKey,
-		blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
+	res, err := tx.ExecContext(ctx, sqliteCreateRun, runArgs(r)...)
 	if err := oneRow(res, err, "create run "+r.ID); errors.Is(err, store.ErrNotFound) {
 		return nil, false, store.ConflictRecord("run", r.ID)
 	} else if err != nil {
@@ -184,17 +193,36 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord) (*store
 	return createdRun(r), true, nil
 }
 
-// createRunGrouped creates a run without an idempotency key in the group
-// commit.
-func (s *sqliteStore) createRunGrouped(ctx context.Context, r *store.RunRecord) (*store.RunRecord, bool, error) {
-	err := s.groupedRow(ctx, "create run "+r.ID, sqliteCreateRun, r.ID, r.Thread, r.Tenant, r.Assistant, r.Status,
-		r.MultitaskStrategy, r.IdempotencyKey, blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano())
-	if errors.Is(err, store.ErrNotFound) {
+// createRunGrouped creates a run without an idempotency key, and its
+// thread if not nil first, in the group commit.
+func (s *sqliteStore) createRunGrouped(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
+	req := &putReq{query: sqliteCreateRun, args: runArgs(r)}
+	if thread != nil {
+		req = &putReq{query: sqliteCreateThread, args: threadArgs(thread), after: req}
+	}
+	n, err := s.commitPut(ctx, req)
+	switch {
+	case errors.Is(err, errAfter): // the thread was new, the run's ID not
 		return nil, false, store.ConflictRecord("run", r.ID)
-	} else if err != nil {
-		return nil, false, err
+	case err != nil:
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+	case n == 0 && thread != nil:
+		return nil, false, store.ConflictRecord("thread", thread.ID)
+	case n == 0:
+		return nil, false, store.ConflictRecord("run", r.ID)
 	}
 	return createdRun(r), true, nil
+}
+
+// threadArgs are the arguments of sqliteCreateThread for t.
+func threadArgs(t *store.ThreadRecord) []any {
+	return []any{t.ID, t.Tenant, blob(t.Metadata), t.CreatedAt.UnixNano(), t.UpdatedAt.UnixNano()}
+}
+
+// runArgs are the arguments of sqliteCreateRun for r.
+func runArgs(r *store.RunRecord) []any {
+	return []any{r.ID, r.Thread, r.Tenant, r.Assistant, r.Status, r.MultitaskStrategy, r.IdempotencyKey,
+		blob(r.Kwargs), blob(r.Metadata), r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano()}
 }
 
 // createdRun is the run r as the store keeps it: its times to the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func RunRunStore(t *testing.T, open func(t *testing.T) store.RunStore) {
 		{"thread records are listed per tenant, newest first", testThreadRecordList},
 		{"runs: create, read, list, status", testRuns},
 		{"an idempotency key gives back the first run", testIdempotency},
+		{"a run created with its thread: both or neither", testCreateRunThread},
 		{"events are numbered from 1 and read after an id", testEvents},
 		{"a batch larger than one statement keeps its order", testLargeBatch},
 		{"concurrent batches get distinct ids, each batch unsplit", testConcurrentEvents},
@@ -107,11 +109,11 @@ func testRuns(t *testing.T, s store.RunStore) {
 		if id == "r3" {
 			thread = "u"
 		}
-		if _, created, err := s.CreateRun(ctx, newRun(id, thread, int64(i))); err != nil || !created {
+		if _, created, err := s.CreateRun(ctx, newRun(id, thread, int64(i)), nil); err != nil || !created {
 			t.Fatalf("CreateRun(%s) = %v, %v", id, created, err)
 		}
 	}
-	if _, _, err := s.CreateRun(ctx, newRun("r1", "t", 9)); !errors.Is(err, store.ErrConflict) {
+	if _, _, err := s.CreateRun(ctx, newRun("r1", "t", 9), nil); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("CreateRun of an existing id err = %v, want ErrConflict", err)
 	}
 	got, err := s.Run(ctx, "r1")
@@ -159,19 +161,68 @@ func runIDs(runs []store.RunRecord) []string {
 func testIdempotency(t *testing.T, s store.RunStore) {
 	a := newRun("r1", "t", 0)
 	a.IdempotencyKey = "k"
-	if _, created, err := s.CreateRun(ctx, a); err != nil || !created {
+	if _, created, err := s.CreateRun(ctx, a, nil); err != nil || !created {
 		t.Fatalf("CreateRun = %v, %v", created, err)
 	}
 	b := newRun("r2", "t", 1)
 	b.IdempotencyKey = "k"
-	got, created, err := s.CreateRun(ctx, b)
+	got, created, err := s.CreateRun(ctx, b, nil)
 	if err != nil || created || got.ID != "r1" {
 		t.Errorf("CreateRun with the same key = %v, %v, %v; want r1, false", got, created, err)
 	}
 	c := newRun("r3", "t", 2)
 	c.IdempotencyKey, c.Tenant = "k", "other"
-	if _, created, err := s.CreateRun(ctx, c); err != nil || !created {
+	if _, created, err := s.CreateRun(ctx, c, nil); err != nil || !created {
 		t.Errorf("CreateRun with the key of another tenant = %v, %v; want created", created, err)
+	}
+}
+
+func testCreateRunThread(t *testing.T, s store.RunStore) {
+	for _, key := range []string{"", "k"} { // the group commit's path and the key's
+		t.Run("key "+key, func(t *testing.T) {
+			id := func(name string) string { return name + key }
+			run := func(name, thread string, i int64) *store.RunRecord {
+				r := newRun(id(name), id(thread), i)
+				r.IdempotencyKey = key
+				return r
+			}
+			thread := func(name string) *store.ThreadRecord {
+				return &store.ThreadRecord{ID: id(name), Tenant: "acme", Metadata: json.RawMessage(`{"graph_id":"g"}`)}
+			}
+			if _, created, err := s.CreateRun(ctx, run("r1", "t", 0), thread("t")); err != nil || !created {
+				t.Fatalf("CreateRun with its thread = %v, %v", created, err)
+			}
+			if got, err := s.Thread(ctx, id("t")); err != nil || got.Tenant != "acme" || string(got.Metadata) != `{"graph_id":"g"}` {
+				t.Errorf("Thread = %+v, %v; want the record created with the run", got, err)
+			}
+			r2 := run("r2", "t", 1)
+			r2.IdempotencyKey = ""
+			_, _, err := s.CreateRun(ctx, r2, thread("t"))
+			if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), "thread") {
+				t.Errorf("CreateRun with a thread that exists: err = %v, want ErrConflict naming the thread", err)
+			}
+			if _, err := s.Run(ctx, id("r2")); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Run(r2) err = %v: written though its thread existed", err)
+			}
+			r1 := run("r1", "u", 2)
+			r1.IdempotencyKey = ""
+			if _, _, err := s.CreateRun(ctx, r1, thread("u")); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("CreateRun of a run ID taken: err = %v, want ErrConflict", err)
+			}
+			if _, err := s.Thread(ctx, id("u")); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Thread(u) err = %v: written though its run's ID was taken", err)
+			}
+			if key == "" {
+				return
+			}
+			got, created, err := s.CreateRun(ctx, run("r3", "v", 3), thread("v"))
+			if err != nil || created || got.ID != id("r1") {
+				t.Errorf("CreateRun with a key replayed = %v, %v, %v; want r1, not created", got, created, err)
+			}
+			if _, err := s.Thread(ctx, id("v")); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Thread(v) err = %v: written for a key replayed", err)
+			}
+		})
 	}
 }
 
@@ -185,7 +236,7 @@ func batch(event string, from, n int) []store.EventInput {
 }
 
 func testEvents(t *testing.T, s store.RunStore) {
-	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	if seq, err := s.AppendEvents(ctx, "r", batch("values", 1, 1)); err != nil || seq != 1 {
@@ -216,7 +267,7 @@ func testEvents(t *testing.T, s store.RunStore) {
 }
 
 func testLargeBatch(t *testing.T, s store.RunStore) {
-	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	const n = 1234
@@ -235,7 +286,7 @@ func testLargeBatch(t *testing.T, s store.RunStore) {
 }
 
 func testConcurrentEvents(t *testing.T, s store.RunStore) {
-	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	const writers, batches, size = 8, 5, 3
@@ -280,7 +331,7 @@ func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"r1", "r2"} {
-		if _, _, err := s.CreateRun(ctx, newRun(id, "t", 0)); err != nil {
+		if _, _, err := s.CreateRun(ctx, newRun(id, "t", 0), nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.AppendEvents(ctx, id, batch("values", 1, 2)); err != nil {
@@ -302,7 +353,7 @@ func testDeleteThreadRecord(t *testing.T, s store.RunStore) {
 // an unknown run is not found, and nothing is written for it; without
 // events it only sets the status.
 func testEndRun(t *testing.T, s store.RunStore) {
-	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0)); err != nil {
+	if _, _, err := s.CreateRun(ctx, newRun("r", "t", 0), nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.Run(ctx, "r")
