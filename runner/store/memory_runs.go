@@ -88,14 +88,8 @@ func (m *memRuns) ThreadRecords(_ context.Context, tenant string) ([]ThreadRecor
 }
 
 func (m *memRuns) CreateRun(_ context.Context, r *RunRecord, thread *ThreadRecord) (*RunRecord, bool, error) {
-	now := time.Now()
-	if err := CheckRunRecord(r, now); err != nil {
+	if err := CheckRunRecord(r, thread, time.Now()); err != nil {
 		return nil, false, err
-	}
-	if thread != nil {
-		if err := CheckThreadRecord(thread, now); err != nil {
-			return nil, false, err
-		}
 	}
 	m.rmu.Lock()
 	defer m.rmu.Unlock()

@@ -137,8 +137,9 @@ func CheckThreadRecord(t *ThreadRecord, now time.Time) error {
 	return nil
 }
 
-// CheckRunRecord validates r before it is created and stamps zero times.
-func CheckRunRecord(r *RunRecord, now time.Time) error {
+// CheckRunRecord validates r, and the record of its new thread if not
+// nil, before they are created, and stamps zero times.
+func CheckRunRecord(r *RunRecord, thread *ThreadRecord, now time.Time) error {
 	switch {
 	case r == nil || r.ID == "":
 		return errors.New("store: create run: empty id")
@@ -146,12 +147,17 @@ func CheckRunRecord(r *RunRecord, now time.Time) error {
 		return fmt.Errorf("store: create run %s: empty thread", r.ID)
 	case r.Status == "":
 		return fmt.Errorf("store: create run %s: empty status", r.ID)
+	case thread != nil && thread.ID != r.Thread:
+		return fmt.Errorf("store: create run %s: the thread record %q is not its thread %q", r.ID, thread.ID, r.Thread)
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now
 	}
 	if r.UpdatedAt.IsZero() {
 		r.UpdatedAt = r.CreatedAt
+	}
+	if thread != nil {
+		return CheckThreadRecord(thread, now)
 	}
 	return nil
 }

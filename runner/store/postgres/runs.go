@@ -212,14 +212,8 @@ func scanThreadRecord(row pgx.Row) (*store.ThreadRecord, error) {
 }
 
 func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
-	now := time.Now()
-	if err := store.CheckRunRecord(r, now); err != nil {
+	if err := store.CheckRunRecord(r, thread, time.Now()); err != nil {
 		return nil, false, err
-	}
-	if thread != nil {
-		if err := store.CheckThreadRecord(thread, now); err != nil {
-			return nil, false, err
-		}
 	}
 	run, created, err := s.createRun(ctx, r, thread, false)
 	if err != nil && s.lost(ctx, err) {

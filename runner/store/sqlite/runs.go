@@ -149,14 +149,8 @@ func (s *sqliteStore) ThreadRecords(ctx context.Context, tenant string) ([]store
 }
 
 func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
-	now := time.Now()
-	if err := store.CheckRunRecord(r, now); err != nil {
+	if err := store.CheckRunRecord(r, thread, time.Now()); err != nil {
 		return nil, false, err
-	}
-	if thread != nil {
-		if err := store.CheckThreadRecord(thread, now); err != nil {
-			return nil, false, err
-		}
 	}
 	if r.IdempotencyKey == "" {
 		return s.createRunGrouped(ctx, r, thread)

@@ -178,6 +178,9 @@ func testIdempotency(t *testing.T, s store.RunStore) {
 }
 
 func testCreateRunThread(t *testing.T, s store.RunStore) {
+	if _, _, err := s.CreateRun(ctx, newRun("r0", "t0", 0), &store.ThreadRecord{ID: "other"}); err == nil {
+		t.Error("CreateRun with the record of another thread succeeded, want an error")
+	}
 	for _, key := range []string{"", "k"} { // the group commit's path and the key's
 		t.Run("key "+key, func(t *testing.T) {
 			id := func(name string) string { return name + key }
