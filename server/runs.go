@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"time"
 
@@ -54,7 +55,8 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta}
 	var newThread *store.ThreadRecord // created with the run, in one write
 	if create {
-		newThread = &store.ThreadRecord{ID: thread, Tenant: rec.Tenant, Metadata: graphTag(name)}
+		tag, _ := json.Marshal(graphTag(name))
+		newThread = &store.ThreadRecord{ID: thread, Tenant: rec.Tenant, Metadata: tag}
 	}
 	run, created, err := s.runs.CreateRun(ctx, rec, newThread)
 	if errors.Is(err, store.ErrConflict) && create && !stateless {
@@ -156,9 +158,8 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 }
 
 // graphTag is the metadata that names the graph a thread runs.
-func graphTag(name string) json.RawMessage {
-	meta, _ := json.Marshal(map[string]any{"graph_id": name, "assistant_id": AssistantID(name)})
-	return meta
+func graphTag(name string) map[string]any {
+	return map[string]any{"graph_id": name, "assistant_id": AssistantID(name)}
 }
 
 // tagThread records on the run's existing thread the graph it runs when
@@ -177,7 +178,7 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord) error {
 		}
 		return nil
 	}
-	meta["graph_id"], meta["assistant_id"] = rec.Assistant, AssistantID(rec.Assistant)
+	maps.Copy(meta, graphTag(rec.Assistant))
 	t.Metadata, _ = json.Marshal(meta)
 	return s.runs.UpdateThread(ctx, t)
 }
