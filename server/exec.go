@@ -34,14 +34,20 @@ type planned struct {
 }
 
 // plan decides how a run drives thread, from where its checkpoints leave
-// it; a run that does not fit is a 409 saying why.
-func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *runRequest) (planned, error) {
-	ts, err := (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
-	if errors.Is(err, store.ErrNotFound) {
-		ts, err = nil, nil
-	}
-	if err != nil {
-		return planned{}, err
+// it; a run that does not fit is a 409 saying why. A thread created with
+// the run (created) has no checkpoints of its own: plan reads none, and
+// the run's first checkpoint is refused if another writer's are there.
+func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *runRequest, created bool) (planned, error) {
+	var ts *runner.ThreadState
+	if !created {
+		var err error
+		ts, err = (&runner.Engine{Store: s.cfg.Store}).State(ctx, g, thread, 0)
+		if errors.Is(err, store.ErrNotFound) {
+			ts, err = nil, nil
+		}
+		if err != nil {
+			return planned{}, err
+		}
 	}
 	mode, err := planMode(thread, q, ts)
 	p := planned{mode: mode}
@@ -162,7 +168,7 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	thread, q := l.rec.Thread, l.q
 	p := l.plan
 	if p == nil { // a queued run: its thread has moved since it was admitted
-		np, err := s.plan(ctx, g, thread, q)
+		np, err := s.plan(ctx, g, thread, q, false)
 		if err != nil {
 			l.from = s.newestCheckpoint(context.WithoutCancel(ctx), thread)
 			return nil, err

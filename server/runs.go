@@ -107,7 +107,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 	}
 	var p *planned
 	if !busy {
-		np, err := s.plan(ctx, g, rec.Thread, q)
+		np, err := s.plan(ctx, g, rec.Thread, q, threadCreated)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/server"
 )
@@ -359,5 +360,31 @@ func TestIfNotExistsCreatedMeanwhile(t *testing.T) {
 	e.key = otherKey
 	if runs := e.list("GET", "/threads/theirs/runs", nil); len(runs) != 0 {
 		t.Errorf("runs on the other tenant's thread = %v, want none", runs)
+	}
+}
+
+// A thread created with its run starts from no checkpoint, even where a
+// writer outside the server (runner exec on the same store, another
+// tenant) left checkpoints under its id without a thread record: the run
+// fails at its first checkpoint, the stray state is neither read nor
+// changed.
+func TestCreatedThreadIgnoresStrayCheckpoints(t *testing.T) {
+	e := newEnv(t)
+	stray := &runner.Engine{Store: e.store, Tenant: "other"}
+	if _, err := stray.Run(context.Background(), stepsGraph(), "stray", nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.store.History(context.Background(), "stray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"assistant_id": "steps", "input": map[string]any{"note": "mine"}, "if_not_exists": "create"}
+	got := e.call("POST", "/threads/stray/runs/wait", body, 200)
+	if got["__error__"] == nil || got["path"] != nil {
+		t.Errorf("run on a new thread over stray checkpoints = %v, want an error and no state", got)
+	}
+	after, err := e.store.History(context.Background(), "stray")
+	if err != nil || len(after) != len(before) || after[len(after)-1].Tenant != "other" {
+		t.Errorf("stray checkpoints after the run: %d (%v), want the %d written before, unchanged", len(after), err, len(before))
 	}
 }
