@@ -242,6 +242,7 @@ func (s *Server) executeAgent(w http.ResponseWriter, r *http.Request) error {
 	}
 	if l != nil {
 		defer l.streams.Done()
+		l.run()
 	}
 	final, err := s.wait(r.Context(), rec)
 	if err != nil {
@@ -318,6 +319,7 @@ func (s *Server) conversationStream(w http.ResponseWriter, r *http.Request) erro
 	c, begun := s.convs.next(thread) // before the headers: a client that has them is following
 	sw := s.openStream(w)
 	defer sw.close()
+	sw.flush() // the client has the headers while the stream waits
 	for c == nil {
 		select {
 		case <-begun:

@@ -94,13 +94,20 @@ func statusOr(ts *runner.ThreadState, none string) string {
 }
 
 // start runs l in a goroutine the server owns.
-func (s *Server) start(l *liveRun) {
+func (s *Server) start(l *liveRun) { s.activate(l)() }
+
+// activate makes l its thread's active run and returns what runs it, in
+// a goroutine the server owns; the caller calls it once, the caller of
+// start at once, a new run's stream after its first event (launch).
+func (s *Server) activate(l *liveRun) func() {
 	s.active[l.rec.Thread] = l
 	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.execute(l)
-	}()
+	return func() {
+		go func() {
+			defer s.wg.Done()
+			s.execute(l)
+		}()
+	}
 }
 
 // retain prunes a thread whose run completed to the configured retention,

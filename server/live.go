@@ -44,12 +44,26 @@ type liveRun struct {
 	final   any           // what runs/wait and join return
 	watch   *watch        // its observation, once it started
 	modes   modeState     // under emitMu
+	// launch starts a run admitted with a watcher (nil: started, or
+	// queued): its stream runs it once it has written meta, the run's
+	// metadata event (Seq 0: not saved); POST /execute at once.
+	launch func()
+	meta   store.RunEvent
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {
 	l := &liveRun{rec: rec, q: q, g: g, stateless: stateless, done: make(chan struct{}), wake: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancelCause(parent)
 	return l
+}
+
+// run starts l if it was admitted with a watcher that starts it (launch),
+// once; the request that admitted it calls it.
+func (l *liveRun) run() {
+	if start := l.launch; start != nil {
+		l.launch = nil
+		start()
+	}
 }
 
 // changed returns a channel closed at the next appended events.
@@ -91,12 +105,15 @@ func (s *Server) add(events []store.EventInput, run, event string, data any) []s
 	return append(events, store.EventInput{Event: event, Data: raw})
 }
 
-// append persists events of run in one write; a failure is logged (the
-// run goes on: its checkpoints are what counts).
-func (s *Server) append(ctx context.Context, run string, events []store.EventInput) {
-	if _, err := s.runs.AppendEvents(context.WithoutCancel(ctx), run, events); err != nil {
+// append persists events of run in one write and returns the Seq of the
+// last; a failure is logged (the run goes on: its checkpoints are what
+// counts) and returns 0.
+func (s *Server) append(ctx context.Context, run string, events []store.EventInput) int64 {
+	seq, err := s.runs.AppendEvents(context.WithoutCancel(ctx), run, events)
+	if err != nil {
 		s.cfg.Log.Error("run events not saved", "run", run, "events", len(events), "err", err)
 	}
+	return seq
 }
 
 // emit persists an event of l's run with those pending before it, and

@@ -134,9 +134,9 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest,
 		s.start(l)
 		return nil, nil
 	}
-	s.append(ctx, rec.ID, meta)
-	if !busy {
-		s.start(l)
+	seq := s.append(ctx, rec.ID, meta)
+	if !busy { // its stream writes the metadata event, then starts it
+		l.launch, l.meta = s.activate(l), store.RunEvent{Seq: seq, Event: "metadata", Data: meta[0].Data}
 		return watched, nil
 	}
 	if cur := s.active[rec.Thread]; cur != nil {
@@ -251,7 +251,9 @@ func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer l.streams.Done()
 	defer l.detach()
-	s.stream(w, r, rec.ID, l, 0, nil)
+	sw := s.openStream(w)
+	defer sw.close()
+	s.relay(r.Context(), sw, relayed{run: rec.ID, l: l, after: s.begin(sw, l), idOf: seqID})
 	if l.q.OnDisconnect == "cancel" && r.Context().Err() != nil && !l.ended() {
 		l.cancel(errCancelled)
 	}

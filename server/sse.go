@@ -163,7 +163,9 @@ type streamWriter struct {
 	expired <-chan time.Time
 }
 
-// openStream starts an event stream on w; close it when done.
+// openStream starts an event stream on w, whose headers go out with its
+// first flush (with the first events, when there are some at once); close
+// it when done.
 func (s *Server) openStream(w http.ResponseWriter) *streamWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -172,8 +174,26 @@ func (s *Server) openStream(w http.ResponseWriter) *streamWriter {
 	w.WriteHeader(http.StatusOK)
 	sw := &streamWriter{w: w, rc: http.NewResponseController(w), beat: time.NewTicker(s.cfg.Heartbeat), timer: time.NewTimer(s.cfg.MaxStream)}
 	sw.expired = sw.timer.C
-	sw.flush()
 	return sw
+}
+
+// begin writes the metadata event of l, a run admitted with its stream,
+// with the stream's headers, then starts the run (one queued waits its
+// turn): the client has its
+// first event before the run takes the CPU, and from memory, not read
+// back. It returns the event's Seq, where the relay goes on (0: the event
+// was not saved; the relay writes what was).
+func (s *Server) begin(sw *streamWriter, l *liveRun) int64 {
+	if l.launch == nil { // queued behind another run: the relay writes its events
+		return 0
+	}
+	defer l.run()
+	if l.meta.Seq == 0 {
+		return 0
+	}
+	writeEvent(sw.w, seqID(l.rec.ID, l.meta.Seq), l.meta.Event, l.meta.Data)
+	sw.flush()
+	return l.meta.Seq
 }
 
 // close stops the stream's timers.

@@ -41,6 +41,7 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	sw := s.openStream(w)
 	defer sw.close()
+	sw.flush() // the client has the headers while the stream waits
 	last := ""
 	for {
 		if run == "" {
