@@ -144,6 +144,32 @@ func TestMultitask(t *testing.T) {
 	}
 }
 
+// TestQueuedRunStream streams a run queued behind another: the stream
+// opens at once, and the queued run's events come once it starts,
+// metadata first, numbered from 1, to its end.
+func TestQueuedRunStream(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	first := e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "slow"}, 200)["run_id"].(string)
+	e.waitStatus(id, first, "running")
+	resp := e.request("POST", "/threads/"+id+"/runs/stream", map[string]any{"assistant_id": "slow", "multitask_strategy": "enqueue", "stream_mode": "updates"})
+	queued := strings.TrimPrefix(resp.Header.Get("Content-Location"), "/threads/"+id+"/runs/")
+	if got := e.call("GET", "/threads/"+id+"/runs/"+queued, nil, 200)["status"]; got != "pending" {
+		t.Errorf("queued run status %v", got)
+	}
+	close(e.release)
+	evs, _ := readSSE(t, resp)
+	if len(evs) < 3 || evs[0].Event != "metadata" || evs[0].Data.(map[string]any)["run_id"] != queued || evs[len(evs)-1].Event != "end" {
+		t.Fatalf("queued run's stream %v: want its metadata first, end last", evs)
+	}
+	for i, ev := range evs {
+		if ev.ID != fmt.Sprint(i+1) {
+			t.Errorf("event %d (%s) has id %q", i, ev.Event, ev.ID)
+		}
+	}
+	e.waitStatus(id, queued, "success")
+}
+
 // TestInterruptStrategy cancels the running run for the new one.
 func TestInterruptStrategy(t *testing.T) {
 	e := newEnv(t)
