@@ -179,10 +179,10 @@ func (s *Server) openStream(w http.ResponseWriter) *streamWriter {
 
 // begin writes the metadata event of l, a run admitted with its stream,
 // with the stream's headers, then starts the run (one queued waits its
-// turn): the client has its
-// first event before the run takes the CPU, and from memory, not read
-// back. It returns the event's Seq, where the relay goes on (0: the event
-// was not saved; the relay writes what was).
+// turn): the client has its first event, from memory, before the run
+// takes the CPU. It returns the event's Seq, where the relay goes on (0:
+// the event was not saved, or the run is queued; the relay writes what
+// was).
 func (s *Server) begin(sw *streamWriter, l *liveRun) int64 {
 	if l.launch == nil { // queued behind another run: the relay writes its events
 		return 0
