@@ -2,11 +2,9 @@ package dsl
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/builtin"
 )
 
 // expr's VM has a memory budget but no step budget and no clock, so a
@@ -19,10 +17,7 @@ import (
 // and the tick stops the evaluation with an error past ExprMaxSteps
 // iterations, ExprTimeLimit, or an accumulator of ExprMaxAccumulated. The
 // names start with '#', which no expression can write.
-const (
-	budgetVar = "#budget"
-	tickFunc  = "#tick"
-)
+const budgetVar = "#budget"
 
 // exprBudget is what one evaluation may still spend.
 type exprBudget struct {
@@ -30,23 +25,22 @@ type exprBudget struct {
 	deadline time.Time
 }
 
-// tick is the function the rewritten predicates call.
-var tick = &builtin.Function{
-	Name:  tickFunc,
-	Types: []reflect.Type{reflect.TypeOf(new(func(any, any) bool)).Elem()},
-	Func: func(args ...any) (any, error) {
-		b := args[0].(*exprBudget)
-		b.steps++
-		switch {
-		case b.steps > ExprMaxSteps:
-			return nil, fmt.Errorf("expression stopped after %d loop iterations (the limit)", ExprMaxSteps)
-		case b.steps%1024 == 0 && time.Now().After(b.deadline):
-			return nil, fmt.Errorf("expression stopped after running %s (the limit)", ExprTimeLimit)
-		case sizeOf(args[1]) > ExprMaxAccumulated:
-			return nil, fmt.Errorf("expression stopped: reduce accumulated more than %d bytes or items (the limit)", ExprMaxAccumulated)
-		}
-		return true, nil
-	},
+// tick is the function the rewritten predicates call, as a constant of
+// one of the function types expr calls directly (see member); it stops
+// the evaluation by panicking with the error, which expr's VM returns, as
+// it does a registered function's error.
+func tick(budget, acc any) bool {
+	b := budget.(*exprBudget)
+	b.steps++
+	switch {
+	case b.steps > ExprMaxSteps:
+		panic(fmt.Errorf("expression stopped after %d loop iterations (the limit)", ExprMaxSteps))
+	case b.steps%1024 == 0 && time.Now().After(b.deadline):
+		panic(fmt.Errorf("expression stopped after running %s (the limit)", ExprTimeLimit))
+	case sizeOf(acc) > ExprMaxAccumulated:
+		panic(fmt.Errorf("expression stopped: reduce accumulated more than %d bytes or items (the limit)", ExprMaxAccumulated))
+	}
+	return true
 }
 
 // sizeOf is the length of a string, list or map; 0 for anything else.
@@ -90,7 +84,7 @@ func (v *loopBounder) Visit(n *ast.Node) {
 		if call.Name == "reduce" {
 			acc = &ast.PointerNode{Name: "acc"}
 		}
-		tickCall := &ast.CallNode{Callee: &ast.IdentifierNode{Value: tickFunc}, Arguments: []ast.Node{&ast.IdentifierNode{Value: budgetVar}, acc}}
+		tickCall := &ast.CallNode{Callee: &ast.ConstantNode{Value: tick}, Arguments: []ast.Node{&ast.IdentifierNode{Value: budgetVar}, acc}}
 		v.n++
 		p.Node = &ast.VariableDeclaratorNode{Name: fmt.Sprintf("#tick%d", v.n), Value: tickCall, Expr: p.Node}
 		v.found = true

@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm/runtime"
 )
 
@@ -13,17 +12,8 @@ import (
 // int, the state (like every value that enters a run) an int64. After the
 // checker has typed the tree, every == and != whose operands may hold a
 // map (a map, a list, or a value of unknown type) becomes a call of
-// equalFunc, which compares numbers by value at any depth.
-const equalFunc = "#equal"
-
-// equal is the function the rewritten comparisons call.
-var equal = &builtin.Function{
-	Name:  equalFunc,
-	Types: []reflect.Type{reflect.TypeOf(new(func(any, any) bool)).Elem()},
-	Func: func(args ...any) (any, error) {
-		return deepEqual(args[0], args[1]), nil
-	},
-}
+// deepEqual, which compares numbers by value at any depth; the callee is
+// the function itself, which expr calls directly (see member).
 
 // deepEqual is expr's equality, applied through lists and maps.
 func deepEqual(a, b any) bool {
@@ -66,13 +56,13 @@ func patchEquality(tree *ast.Node) bool {
 
 type equalityPatcher struct{ found bool }
 
-// Visit rewrites a == b to #equal(a, b) and a != b to !#equal(a, b).
+// Visit rewrites a == b to deepEqual(a, b) and a != b to !deepEqual(a, b).
 func (v *equalityPatcher) Visit(n *ast.Node) {
 	bin, ok := (*n).(*ast.BinaryNode)
 	if !ok || bin.Operator != "==" && bin.Operator != "!=" || !mayHoldMap(bin.Left) && !mayHoldMap(bin.Right) {
 		return
 	}
-	var call ast.Node = &ast.CallNode{Callee: &ast.IdentifierNode{Value: equalFunc}, Arguments: []ast.Node{bin.Left, bin.Right}}
+	var call ast.Node = &ast.CallNode{Callee: &ast.ConstantNode{Value: deepEqual}, Arguments: []ast.Node{bin.Left, bin.Right}}
 	if bin.Operator == "!=" {
 		call.SetLocation(bin.Location())
 		call = &ast.UnaryNode{Operator: "!", Node: call}

@@ -44,9 +44,6 @@ func buildExprEnv(e *Env) *exprEnv {
 	vars[budgetVar] = types.Any
 	ee := &exprEnv{vars: vars, conf: *conf.CreateNew()}
 	ee.conf.WithEnv(vars)
-	ee.conf.Functions[tickFunc] = tick
-	ee.conf.Functions[equalFunc] = equal
-	ee.conf.Functions[memberFunc] = member
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
 	// which breaks on JSON numbers; expressions are small, so it is off.

@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm/runtime"
 
 	"github.com/runner-dev/runner/runner"
@@ -13,28 +12,23 @@ import (
 // expr reads a map's member (state.x, m["k"]) by reflection, which also
 // copies each value it reads to the heap: a third of what a served run
 // allocated in expressions. After the checker has typed the tree, every
-// member of a map or of a value of unknown type becomes a call of
-// memberFunc, which indexes a state's maps directly and leaves any other
-// value to expr's own fetch (same result, same error). Members an
-// optional chain (a?.b) holds, and members called as methods, stay
-// expr's.
-const memberFunc = "#member"
-
-// member is the function the rewritten members call.
-var member = &builtin.Function{
-	Name:  memberFunc,
-	Types: []reflect.Type{reflect.TypeOf(new(func(any, any) any)).Elem()},
-	Func: func(args ...any) (any, error) {
-		if k, ok := args[1].(string); ok {
-			switch m := args[0].(type) {
-			case map[string]any:
-				return m[k], nil
-			case runner.State:
-				return m[k], nil
-			}
+// member of a map or of a value of unknown type becomes a call of member,
+// which indexes a state's maps directly and leaves any other value to
+// expr's own fetch (same result, same error). Members an optional chain
+// (a?.b) holds, and members called as methods, stay expr's. The call's
+// callee is member itself, a constant of one of the function types expr
+// calls directly: no slice of arguments a call, as a registered
+// function's would be.
+func member(x, key any) any {
+	if k, ok := key.(string); ok {
+		switch m := x.(type) {
+		case map[string]any:
+			return m[k]
+		case runner.State:
+			return m[k]
 		}
-		return runtime.Fetch(args[0], args[1]), nil
-	},
+	}
+	return runtime.Fetch(x, key)
 }
 
 // patchMembers rewrites the members of a checked tree that read a map,
@@ -76,13 +70,13 @@ type memberPatcher struct {
 	found bool
 }
 
-// Visit rewrites a.b and a[k] to #member(a, "b") and #member(a, k).
+// Visit rewrites a.b and a[k] to member(a, "b") and member(a, k).
 func (v *memberPatcher) Visit(n *ast.Node) {
 	m, ok := (*n).(*ast.MemberNode)
 	if !ok || m.Optional || v.keep[m] || !mayBeMap(m.Node) {
 		return
 	}
-	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: memberFunc}, Arguments: []ast.Node{m.Node, m.Property}}
+	call := &ast.CallNode{Callee: &ast.ConstantNode{Value: member}, Arguments: []ast.Node{m.Node, m.Property}}
 	call.SetLocation(m.Location())
 	ast.Patch(n, call)
 	v.found = true

@@ -17,7 +17,7 @@ import (
 // errors alike: maps and a state's own type, missing keys, indexes by
 // string and by number, optional chains, members of nil and of scalars,
 // struct fields, and closures over lists of maps. Outside optional
-// chains, no member is left to expr's fetch.
+// chains, no member is left to expr's fetch, and each is a typed call.
 func TestMembersAsExprReadsThem(t *testing.T) {
 	type point struct{ X int }
 	vars := map[string]any{
@@ -52,8 +52,12 @@ func TestMembersAsExprReadsThem(t *testing.T) {
 			if p == nil {
 				t.Fatalf("Compile: %v", ds)
 			}
-			if !strings.Contains(text, "?") && slices.Contains(p.ev.(*exprProgram).prg.Bytecode, vm.OpFetch) {
+			code := p.ev.(*exprProgram).prg.Bytecode
+			if !strings.Contains(text, "?") && slices.Contains(code, vm.OpFetch) {
 				t.Errorf("a member is still read by expr's fetch:\n%s", p.ev.(*exprProgram).prg.Disassemble())
+			}
+			if slices.Contains(code, vm.OpCall2) {
+				t.Errorf("a member is called with a slice of its arguments, not typed:\n%s", p.ev.(*exprProgram).prg.Disassemble())
 			}
 			got, err := p.Eval(vars)
 			if wantErr != nil {
