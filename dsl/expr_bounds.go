@@ -12,11 +12,12 @@ import (
 // does not count. Every predicate — the body of all, any, map, filter,
 // reduce, ... — is rewritten to tick the evaluation's budget first:
 //
-//	let #tickN = #tick(#budget, #acc); body
+//	let #tickN = tick(#budget, #acc); body
 //
-// and the tick stops the evaluation with an error past ExprMaxSteps
-// iterations, ExprTimeLimit, or an accumulator of ExprMaxAccumulated. The
-// names start with '#', which no expression can write.
+// (tick the function itself, not a name) and the tick stops the
+// evaluation with an error past ExprMaxSteps iterations, ExprTimeLimit,
+// or an accumulator of ExprMaxAccumulated. The names start with '#',
+// which no expression can write.
 const budgetVar = "#budget"
 
 // exprBudget is what one evaluation may still spend.
