@@ -14,10 +14,10 @@ import (
 //
 //	let #tickN = tick(#budget, #acc); body
 //
-// (tick the function itself, not a name) and the tick stops the
-// evaluation with an error past ExprMaxSteps iterations, ExprTimeLimit,
-// or an accumulator of ExprMaxAccumulated. The names start with '#',
-// which no expression can write.
+// (tick the function itself, not a name: directCall), and the tick stops
+// the evaluation with an error past ExprMaxSteps iterations,
+// ExprTimeLimit, or an accumulator of ExprMaxAccumulated. The names start
+// with '#', which no expression can write.
 const budgetVar = "#budget"
 
 // exprBudget is what one evaluation may still spend.
@@ -26,10 +26,8 @@ type exprBudget struct {
 	deadline time.Time
 }
 
-// tick is the function the rewritten predicates call, as a constant of
-// one of the function types expr calls directly (see member); it stops
-// the evaluation by panicking with the error, which expr's VM returns, as
-// it does a registered function's error.
+// tick is the function the rewritten predicates call (directCall); it
+// stops the evaluation by panicking with the error.
 func tick(budget, acc any) bool {
 	b := budget.(*exprBudget)
 	b.steps++
@@ -85,7 +83,7 @@ func (v *loopBounder) Visit(n *ast.Node) {
 		if call.Name == "reduce" {
 			acc = &ast.PointerNode{Name: "acc"}
 		}
-		tickCall := &ast.CallNode{Callee: &ast.ConstantNode{Value: tick}, Arguments: []ast.Node{&ast.IdentifierNode{Value: budgetVar}, acc}}
+		tickCall := directCall(tick, &ast.IdentifierNode{Value: budgetVar}, acc)
 		v.n++
 		p.Node = &ast.VariableDeclaratorNode{Name: fmt.Sprintf("#tick%d", v.n), Value: tickCall, Expr: p.Node}
 		v.found = true

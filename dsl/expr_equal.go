@@ -12,10 +12,8 @@ import (
 // int, the state (like every value that enters a run) an int64. After the
 // checker has typed the tree, every == and != whose operands may hold a
 // map (a map, a list, or a value of unknown type) becomes a call of
-// deepEqual, which compares numbers by value at any depth; the callee is
-// the function itself, which expr calls directly (see member).
-
-// deepEqual is expr's equality, applied through lists and maps.
+// deepEqual (directCall), expr's equality applied through lists and maps:
+// numbers compare by value at any depth.
 func deepEqual(a, b any) bool {
 	switch x := a.(type) {
 	case map[string]any:
@@ -62,7 +60,7 @@ func (v *equalityPatcher) Visit(n *ast.Node) {
 	if !ok || bin.Operator != "==" && bin.Operator != "!=" || !mayHoldMap(bin.Left) && !mayHoldMap(bin.Right) {
 		return
 	}
-	var call ast.Node = &ast.CallNode{Callee: &ast.ConstantNode{Value: deepEqual}, Arguments: []ast.Node{bin.Left, bin.Right}}
+	var call ast.Node = directCall(deepEqual, bin.Left, bin.Right)
 	if bin.Operator == "!=" {
 		call.SetLocation(bin.Location())
 		call = &ast.UnaryNode{Operator: "!", Node: call}

@@ -15,10 +15,7 @@ import (
 // member of a map or of a value of unknown type becomes a call of member,
 // which indexes a state's maps directly and leaves any other value to
 // expr's own fetch (same result, same error). Members an optional chain
-// (a?.b) holds, and members called as methods, stay expr's. The call's
-// callee is member itself, a constant of one of the function types expr
-// calls directly: no slice of arguments a call, as a registered
-// function's would be.
+// (a?.b) holds, and members called as methods, stay expr's.
 func member(x, key any) any {
 	if k, ok := key.(string); ok {
 		switch m := x.(type) {
@@ -29,6 +26,16 @@ func member(x, key any) any {
 		}
 	}
 	return runtime.Fetch(x, key)
+}
+
+// directCall is a call of fn, one of the layer's own functions, in a
+// rewritten tree: the callee is fn itself, a constant of one of the
+// function types expr's VM calls directly (func(any, any) any or bool),
+// so a call takes no slice of its arguments, as a registered function's
+// does (a buffer allocated at each evaluation). fn reports an error by
+// panicking with it, which the VM returns.
+func directCall(fn any, args ...ast.Node) *ast.CallNode {
+	return &ast.CallNode{Callee: &ast.ConstantNode{Value: fn}, Arguments: args}
 }
 
 // patchMembers rewrites the members of a checked tree that read a map,
@@ -76,7 +83,7 @@ func (v *memberPatcher) Visit(n *ast.Node) {
 	if !ok || m.Optional || v.keep[m] || !mayBeMap(m.Node) {
 		return
 	}
-	call := &ast.CallNode{Callee: &ast.ConstantNode{Value: member}, Arguments: []ast.Node{m.Node, m.Property}}
+	call := directCall(member, m.Node, m.Property)
 	call.SetLocation(m.Location())
 	ast.Patch(n, call)
 	v.found = true
