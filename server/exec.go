@@ -96,9 +96,10 @@ func statusOr(ts *runner.ThreadState, none string) string {
 // start runs l in a goroutine the server owns.
 func (s *Server) start(l *liveRun) { s.activate(l)() }
 
-// activate makes l its thread's active run and returns what runs it, in
-// a goroutine the server owns; the caller calls it once, the caller of
-// start at once, a new run's stream after its first event (launch).
+// activate makes l its thread's active run, counted until it ends, and
+// returns what starts it in a goroutine the server owns, to be called
+// once: start calls it at once; a run admitted with its stream waits for
+// the stream's first event (liveRun.launch).
 func (s *Server) activate(l *liveRun) func() {
 	s.active[l.rec.Thread] = l
 	s.wg.Add(1)
