@@ -3,18 +3,64 @@
 # own Agent Server (in-memory) with the same client, BenchmarkServe, over
 # loopback. Needs Node.js and npm (installs bench/peer/serve's pinned
 # packages on first use); without them it measures runner alone.
+#
+#   bench/serve.sh            every phase, runner then LangGraph.js
+#   bench/serve.sh pairs [N]  the 32-client phase only, N rounds (5 by
+#                             default) of runner on SQLite and LangGraph.js
+#                             one after the other, in alternating order,
+#                             each round's ratios and their median: the
+#                             host's speed drifts within minutes, so a
+#                             ratio is read from a pair measured together
 set -euo pipefail
 cd "$(dirname "$0")"
 ulimit -n "$(ulimit -Hn)"
 bench() { go test . -run '^$' -bench 'BenchmarkServe$' -benchtime 1x -count 1 | grep -E 'serve_test.go|FAIL' || true; }
+port=27390
+
+# peer starts LangGraph.js's server on $port, installing it first if need be.
+peer=""
+start_peer() {
+	[ -d peer/serve/node_modules ] || (cd peer/serve && npm install --no-audit --no-fund --loglevel=error)
+	(cd peer/serve && exec node serve.mjs "$port" >peer.log 2>&1) &
+	peer=$!
+	for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/ok" >/dev/null && return; sleep 1; done
+	echo "LangGraph.js's server did not start: see bench/peer/serve/peer.log" >&2
+	exit 1
+}
+stop_peer() { [ -z "$peer" ] || { kill "$peer" 2>/dev/null || true; wait "$peer" 2>/dev/null || true; peer=""; }; }
+trap stop_peer EXIT
+on_peer() { BENCH_SERVE_URL="http://127.0.0.1:$port" BENCH_SERVE_PID="$peer" "$@"; }
+
+if [ "${1:-}" = pairs ]; then
+	command -v npm >/dev/null || { echo "pairs needs Node.js and npm" >&2; exit 2; }
+	rounds=${2:-5}
+	# phase prints runs/s and CPU ms a run of one 32-client phase.
+	phase() {
+		BENCH_SERVE_PHASE=32-concurrent bench | tee /dev/stderr |
+			awk '/32-concurrent/ { for (i = 1; i < NF; i++) { if ($(i+1) == "runs/s") r = $i; if ($(i+1) == "ms" && $(i+2) == "CPU/run") c = $i }; print r, c }'
+	}
+	for i in $(seq "$rounds"); do
+		start_peer
+		if ((i % 2)); then
+			ours=$(phase); theirs=$(BENCH_SERVE_RUNS=600 on_peer phase)
+		else
+			theirs=$(BENCH_SERVE_RUNS=600 on_peer phase); ours=$(phase)
+		fi
+		stop_peer
+		echo "$i $ours $theirs"
+	done | awk '
+		{ rs[NR] = $2 / $4; cpu[NR] = $5 / $3
+		  printf "round %d: runner %s runs/s, %s ms a run; LangGraph.js %s runs/s, %s ms: %.1fx the runs/s, %.1fx less CPU\n", $1, $2, $3, $4, $5, rs[NR], cpu[NR] }
+		function median(a, n,   i, j, t) {
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		END { n = NR; printf "median of %d rounds: %.1fx the runs/s, %.1fx less CPU a run\n", n, median(rs, n), median(cpu, n) }'
+	exit 0
+fi
+
 echo "== runner serve, sqlite"; bench
 echo "== runner serve, memory"; BENCH_SERVE_STORE=memory: bench
 command -v npm >/dev/null || { echo "no npm: LangGraph.js not measured"; exit 0; }
-[ -d peer/serve/node_modules ] || (cd peer/serve && npm install --no-audit --no-fund --loglevel=error)
-port=27390
-(cd peer/serve && exec node serve.mjs "$port" >peer.log 2>&1) &
-peer=$!
-trap 'kill "$peer" 2>/dev/null || true' EXIT
-for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/ok" >/dev/null && break; sleep 1; done
+start_peer
 echo "== LangGraph.js Agent Server, in-memory"
-BENCH_SERVE_URL="http://127.0.0.1:$port" BENCH_SERVE_PID="$peer" bench
+on_peer bench

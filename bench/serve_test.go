@@ -39,8 +39,11 @@ import (
 // that serves the loop as fraud_investigator (bench/serve.sh starts
 // LangGraph.js's own with bench/peer/serve). BENCH_SERVE_PHASE=NAME runs
 // that phase alone (sequential, 32-concurrent, paced-200/s, ttfe,
-// held-streams); BENCH_SERVE_CPUPROFILE=FILE and BENCH_SERVE_MEMPROFILE=FILE
-// have the server write its CPU and allocation profiles there.
+// held-streams); BENCH_SERVE_RUNS=N bounds the 32-concurrent phase at N
+// runs instead of 3,000 (bench/serve.sh pairs gives LangGraph.js's server
+// fewer: it takes a minute for 1,000); BENCH_SERVE_CPUPROFILE=FILE and
+// BENCH_SERVE_MEMPROFILE=FILE have the server write its CPU and allocation
+// profiles there.
 func BenchmarkServe(b *testing.B) {
 	raiseFileLimit(b)
 	srv := startServe(b)
@@ -67,12 +70,26 @@ func BenchmarkServe(b *testing.B) {
 		phase(name, func() { srv.report(b, name, srv.load(b, clients, n, func() error { return run(int(next.Add(1))) })) })
 	}
 	load("sequential", 1, 300)
-	load("32-concurrent", 32, 3000)
+	load("32-concurrent", 32, envInt(b, "BENCH_SERVE_RUNS", 3000))
 	phase("paced-200/s", func() {
 		srv.report(b, "paced-200/s", srv.paced(b, 200, 1000, func(i int) error { return run(1_000_000 + i) }))
 	})
 	phase("ttfe", func() { srv.timeToFirstEvent(b, 200, input) })
 	phase("held-streams", func() { srv.heldStreams(b, 1000, input) })
+}
+
+// envInt is the positive integer the environment variable name holds, or
+// def if it is unset.
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 // served is a started `runner serve` and its client.
