@@ -17,7 +17,8 @@ ulimit -n "$(ulimit -Hn)"
 bench() { go test . -run '^$' -bench 'BenchmarkServe$' -benchtime 1x -count 1 | grep -E 'serve_test.go|FAIL' || true; }
 port=27390
 
-# peer starts LangGraph.js's server on $port, installing it first if need be.
+# start_peer starts LangGraph.js's server on $port, installing it first if
+# need be; stop_peer stops it.
 peer=""
 start_peer() {
 	[ -d peer/serve/node_modules ] || (cd peer/serve && npm install --no-audit --no-fund --loglevel=error)
@@ -49,12 +50,13 @@ if [ "${1:-}" = pairs ]; then
 		stop_peer
 		echo "$i $ours $theirs"
 	done | awk '
-		{ rs[NR] = $2 / $4; cpu[NR] = $5 / $3
-		  printf "round %d: runner %s runs/s, %s ms a run; LangGraph.js %s runs/s, %s ms: %.1fx the runs/s, %.1fx less CPU\n", $1, $2, $3, $4, $5, rs[NR], cpu[NR] }
+		NF < 5 || $2 * $3 * $4 * $5 == 0 { print "round " $1 ": a phase failed (its output is above)"; failed = 1; next }
+		{ n++; rs[n] = $2 / $4; cpu[n] = $5 / $3
+		  printf "round %d: runner %s runs/s, %s ms a run; LangGraph.js %s runs/s, %s ms: %.1fx the runs/s, %.1fx less CPU\n", $1, $2, $3, $4, $5, rs[n], cpu[n] }
 		function median(a, n,   i, j, t) {
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-		END { n = NR; printf "median of %d rounds: %.1fx the runs/s, %.1fx less CPU a run\n", n, median(rs, n), median(cpu, n) }'
+		END { if (n) printf "median of %d rounds: %.1fx the runs/s, %.1fx less CPU a run\n", n, median(rs, n), median(cpu, n); exit failed }'
 	exit 0
 fi
 

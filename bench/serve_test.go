@@ -41,7 +41,7 @@ import (
 // that phase alone (sequential, 32-concurrent, paced-200/s, ttfe,
 // held-streams); BENCH_SERVE_RUNS=N bounds the 32-concurrent phase at N
 // runs instead of 3,000 (bench/serve.sh pairs gives LangGraph.js's server
-// fewer: it takes a minute for 1,000); BENCH_SERVE_CPUPROFILE=FILE and
+// 600, up to a minute of its work); BENCH_SERVE_CPUPROFILE=FILE and
 // BENCH_SERVE_MEMPROFILE=FILE have the server write its CPU and allocation
 // profiles there.
 func BenchmarkServe(b *testing.B) {
