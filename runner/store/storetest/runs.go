@@ -255,6 +255,9 @@ func testEvents(t *testing.T, s store.RunStore) {
 	if len(evs) != 2 || evs[0].Seq != 2 || string(evs[1].Data) != `{"i":3}` || evs[1].Event != "values" || evs[0].Run != "r" {
 		t.Errorf("Events after 1 = %+v", evs)
 	}
+	if evs, _ := s.Events(ctx, "r", 2); len(evs) != 1 || evs[0].Seq != 3 || string(evs[0].Data) != `{"i":3}` {
+		t.Errorf("Events after 2, within the batch of two = %+v, want the third alone", evs)
+	}
 	if evs, _ := s.Events(ctx, "r", 3); len(evs) != 0 {
 		t.Errorf("Events after the last = %+v, want none", evs)
 	}
@@ -374,6 +377,9 @@ func testEndRun(t *testing.T, s store.RunStore) {
 	if len(evs) != 4 || evs[2].Seq != 3 || evs[3].Event != "end" {
 		t.Errorf("events after EndRun = %+v, want 2 + values and end", evs)
 	}
+	if evs, _ := s.Events(ctx, "r", 3); len(evs) != 1 || evs[0].Seq != 4 || evs[0].Event != "end" || evs[0].Data != nil {
+		t.Errorf("events after 3, within the end's = %+v, want the end alone", evs)
+	}
 	if err := s.EndRun(ctx, "nope", store.RunSuccess, batch("end", 1, 1)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("EndRun of an unknown run err = %v, want ErrNotFound", err)
 	}
@@ -393,7 +399,13 @@ func testEndRun(t *testing.T, s store.RunStore) {
 	if got, _ := s.Run(ctx, "r"); got.Status != store.RunSuccess {
 		t.Errorf("status after a large EndRun = %s, want success", got.Status)
 	}
-	if evs, _ := s.Events(ctx, "r", 0); len(evs) != 4+n {
-		t.Errorf("%d events after a large EndRun, want %d", len(evs), 4+n)
+	evs, _ = s.Events(ctx, "r", 0)
+	if len(evs) != 4+n {
+		t.Fatalf("%d events after a large EndRun, want %d", len(evs), 4+n)
+	}
+	for i, ev := range evs[4:] {
+		if ev.Seq != int64(5+i) || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, 1+i) {
+			t.Fatalf("event %d of the second end = %d %s", i, ev.Seq, ev.Data)
+		}
 	}
 }
