@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/runner/store/sqlite"
@@ -274,5 +275,29 @@ func TestRunTimedOut(t *testing.T) {
 	runs := e.list("GET", "/threads/late/runs", nil)
 	if len(runs) != 1 || runs[0].(map[string]any)["status"] != "timeout" {
 		t.Errorf("runs %v, want one with status timeout", runs)
+	}
+}
+
+// TestServerNamesInTimeOrder: the ids the server gives threads and runs
+// are UUIDv7, each after the one before, so their rows and index entries
+// go to the newest pages of the store (a client's random ids scatter
+// them: README, Performance).
+func TestServerNamesInTimeOrder(t *testing.T) {
+	e := newEnv(t)
+	var threads, runs []string
+	for range 5 {
+		id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+		threads = append(threads, id)
+		runs = append(runs, e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "steps"}, 200)["run_id"].(string))
+	}
+	for what, ids := range map[string][]string{"thread": threads, "run": runs} {
+		for i, id := range ids {
+			if u, err := uuid.Parse(id); err != nil || u.Version() != 7 {
+				t.Errorf("%s id %q: version %v, %v; want a UUIDv7", what, id, u.Version(), err)
+			}
+			if i > 0 && id <= ids[i-1] {
+				t.Errorf("%s id %s comes after %s, not in time order", what, id, ids[i-1])
+			}
+		}
 	}
 }
