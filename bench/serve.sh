@@ -35,6 +35,7 @@ on_peer() { BENCH_SERVE_URL="http://127.0.0.1:$port" BENCH_SERVE_PID="$peer" "$@
 if [ "${1:-}" = pairs ]; then
 	command -v npm >/dev/null || { echo "pairs needs Node.js and npm" >&2; exit 2; }
 	rounds=${2:-5}
+	[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "usage: bench/serve.sh pairs [ROUNDS]" >&2; exit 2; }
 	# phase prints runs/s and CPU ms a run of one 32-client phase.
 	phase() {
 		BENCH_SERVE_PHASE=32-concurrent bench | tee /dev/stderr |
