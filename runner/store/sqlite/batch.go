@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/runner-dev/runner/runner/store"
+	"modernc.org/sqlite"
 )
 
 // maxBatch is the most writes one transaction commits.
@@ -51,7 +52,6 @@ func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error)
 // statement's) and answers each; if the transaction fails, each write is
 // committed alone, so an error is only the failing write's.
 func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
-	defer s.ckpt.committed(len(batch))
 	res := make([]store.Result, len(batch))
 	err := s.onWriter(func(w *writer) {
 		if len(batch) > 1 && w.inTx(batch, res) == nil {
@@ -85,6 +85,7 @@ type writer struct {
 type driverConn interface {
 	driver.ConnBeginTx
 	driver.ConnPrepareContext
+	sqlite.DBStatus
 }
 
 // onWriter runs f with the writer on the pool's connection; its
@@ -104,7 +105,9 @@ func (s *sqliteStore) onWriter(f func(*writer)) error {
 			s.wr = writer{conn: c, stmts: map[string]driver.Stmt{}}
 		}
 		f(&s.wr)
-		return nil
+		pages, _, err := c.Status(sqlite.DBStatusCacheWrite, true) // pages written to the log
+		s.ckpt.logged(pages)
+		return err
 	})
 }
 

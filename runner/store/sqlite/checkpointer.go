@@ -5,14 +5,17 @@ import (
 	"sync/atomic"
 )
 
-// walWrites is how many writes the writer commits between two WAL
-// checkpoints: a write adds one to three pages to the log (a lone Put
-// about two and a half, one of a group of 17 under load about 1.3), so
-// some 2,600 to 5,000 pages. A checkpoint copies each page once, however
-// many writes changed it since the last, and fsyncs twice: against 500
-// writes, a served run writes five fewer times to files and takes some
-// 4 % less CPU.
-const walWrites = 2000
+// walPages is how many pages the writer adds to the write-ahead log
+// between two checkpoints (some 10 MB; SQLite's count of the pages its
+// connection wrote, DBStatusCacheWrite). A checkpoint copies each page
+// once, however many commits changed it since the last, and fsyncs
+// twice: the rarer, the less work, but the longer its fsyncs, and the
+// writer's first commit after it (which restarts the log) syncs the log's
+// header behind them. Counted in writes (2,000), a checkpoint came every
+// 2,600 pages with 32 clients (writes grouped, 1.3 pages each) but every
+// 7,000 or so at 200 runs a second (3.5 each), where the restarts' syncs
+// set the p99.
+const walPages = 2500
 
 // checkpointer copies the write-ahead log into the database file from a
 // connection of its own (PRAGMA wal_checkpoint(PASSIVE), which writers
@@ -20,11 +23,11 @@ const walWrites = 2000
 // fsyncs, as a write that crossed SQLite's threshold of 1,000 pages did
 // (autocheckpoint).
 type checkpointer struct {
-	db     *sql.DB
-	writes atomic.Int64
-	wake   chan struct{} // never closed: a commit may still come after close
-	stop   chan struct{}
-	done   chan struct{}
+	db    *sql.DB
+	pages atomic.Int64
+	wake  chan struct{} // never closed: a commit may still come after close
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // startCheckpointer opens the checkpointer's connection to dsn and starts
@@ -61,14 +64,14 @@ func autocheckpoint(opt options) string {
 // background says whether a checkpointer runs beside the writer.
 func background(opt options) bool { return opt.sync != "FULL" }
 
-// committed counts n writes the writer committed, waking the
-// checkpointer every walWrites; a nil checkpointer does nothing.
-func (c *checkpointer) committed(n int) {
-	if c == nil {
+// logged counts n pages the writer added to the log, waking the
+// checkpointer every walPages; a nil checkpointer does nothing.
+func (c *checkpointer) logged(n int) {
+	if c == nil || n == 0 {
 		return
 	}
-	total := c.writes.Add(int64(n))
-	if total/walWrites == (total-int64(n))/walWrites || holdCheckpoints.Load() {
+	total := c.pages.Add(int64(n))
+	if total/walPages == (total-int64(n))/walPages || holdCheckpoints.Load() {
 		return
 	}
 	select {

@@ -169,8 +169,9 @@ func TestSQLiteMigrateV1(t *testing.T) {
 // TestWALCheckpointedInBackground: with sync=normal the store's
 // checkpointer copies the log into the database file as writes go on,
 // before the log reaches the 16,000 pages at which the writer checkpoints
-// (3*walWrites small Puts are some 12,400 pages), and the log restarts
-// instead of growing (8*walWrites make a 140 MB log without checkpoints).
+// (2*walPages small Puts are some 10,000 pages, four times walPages), and
+// the log restarts instead of growing (6*walPages make a 125 MB log
+// without checkpoints).
 func TestWALCheckpointedInBackground(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runner.db")
 	s := openTest(t, path)
@@ -190,13 +191,13 @@ func TestWALCheckpointedInBackground(t *testing.T) {
 			}
 		}
 	}
-	put(1, 3*walWrites)
+	put(1, 2*walPages)
 	for deadline := time.Now().Add(10 * time.Second); size(path) < empty+64<<10; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the database file holds %d bytes after %d Puts, %d before: no checkpoint copied the log into it", size(path), 3*walWrites, empty)
+			t.Fatalf("the database file holds %d bytes after %d Puts, %d before: no checkpoint copied the log into it", size(path), 2*walPages, empty)
 		}
 	}
-	put(3*walWrites+1, 8*walWrites)
+	put(2*walPages+1, 6*walPages)
 	if wal := size(path + "-wal"); wal > 70<<20 {
 		t.Errorf("the log is %d bytes, want it restarted within 16,000 pages (< 70 MB)", wal)
 	}
@@ -212,7 +213,7 @@ func TestPutAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= walWrites+1; i++ {
+	for i := 1; i <= 100; i++ {
 		if err := s.Put(context.Background(), storetest.Checkpoint("t", int64(i), false)); err == nil {
 			t.Fatalf("Put %d after Close: no error", i)
 		}
