@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,23 @@ CREATE TABLE run_events (
 ) WITHOUT ROWID;
 `
 
+// sqliteEventBatchesSchema creates version 10's run_event_batches: a row
+// for each append of a run's events (encodeEvents), in the order the
+// appends commit (its rowid), so the appends of the runs going on at once
+// share the newest pages; run_event_batches_run finds a run's from an
+// event on.
+const sqliteEventBatchesSchema = `
+CREATE TABLE run_event_batches (
+	id         INTEGER PRIMARY KEY,
+	run        TEXT    NOT NULL,
+	first_seq  INTEGER NOT NULL,
+	last_seq   INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	events     BLOB    NOT NULL
+);
+CREATE INDEX run_event_batches_run ON run_event_batches (run, last_seq);
+`
+
 const runColumns = `id, thread, tenant, assistant, status, multitask_strategy, idempotency_key,
 	kwargs, metadata, created_at, updated_at`
 
@@ -70,7 +88,10 @@ const (
 const (
 	sqliteThreadRecord = `SELECT id, tenant, metadata, created_at, updated_at FROM thread_records WHERE id = ?1`
 	sqliteRun          = `SELECT ` + runColumns + ` FROM runs WHERE id = ?1`
-	sqliteEvents       = `SELECT seq, event, data, created_at FROM run_events WHERE run = ?1 AND seq > ?2 ORDER BY seq`
+	sqliteEvents       = `SELECT seq, seq, event, data, created_at FROM run_events WHERE run = ?1 AND seq > ?2
+UNION ALL
+SELECT first_seq, last_seq, NULL, events, created_at FROM run_event_batches WHERE run = ?1 AND last_seq > ?2
+ORDER BY 1`
 )
 
 // groupedRow commits query with args in the group commit; a write that
@@ -122,6 +143,7 @@ func (s *sqliteStore) UpdateThread(ctx context.Context, t *store.ThreadRecord) e
 func (s *sqliteStore) DeleteThread(ctx context.Context, id string) error {
 	res, err := s.w.ExecContext(ctx, `
 		DELETE FROM run_events WHERE run IN (SELECT id FROM runs WHERE thread = ?1);
+		DELETE FROM run_event_batches WHERE run IN (SELECT id FROM runs WHERE thread = ?1);
 		DELETE FROM runs WHERE thread = ?1;
 		DELETE FROM thread_records WHERE id = ?1;`, id)
 	return oneRow(res, err, "thread "+id)
@@ -289,36 +311,17 @@ func (s *sqliteStore) SetRunStatus(ctx context.Context, id, status string) error
 }
 
 func (s *sqliteStore) DeleteRun(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM run_events WHERE run = ?1; DELETE FROM runs WHERE id = ?1;`, id)
+	res, err := s.w.ExecContext(ctx, `DELETE FROM run_events WHERE run = ?1; DELETE FROM run_event_batches WHERE run = ?1;
+		DELETE FROM runs WHERE id = ?1;`, id)
 	return oneRow(res, err, "run "+id)
 }
 
-// sqliteBatch is the most events one statement appends (a statement
-// prepared for its size); a larger batch is appended in chunks, all in
-// one write of the group commit (batch.go).
-const sqliteBatch = 64
-
-// sqliteAppend returns the statement appending n events, numbered after
-// the run's newest (runs.last_seq, which sqliteAppended then moves past
-// them), from ?3 on; writes are serialized, so two appends never share a
-// number. Its parameters are the run, the time, the offset, then each
-// event's name and data. It appends nothing for an unknown run. It reads
-// the base from runs, not run_events: SQLite runs an INSERT … SELECT that
-// reads its own table through a temporary table.
-func sqliteAppend(n int) string {
-	var b strings.Builder
-	b.WriteString(`WITH batch(i, event, data) AS (VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "(%d, ?%d, ?%d)", i+1, 2*i+4, 2*i+5)
-	}
-	b.WriteString(`)
-INSERT OR ROLLBACK INTO run_events (run, seq, event, data, created_at)
-SELECT ?1, r.last_seq + ?3 + i, event, data, ?2 FROM runs r, batch WHERE r.id = ?1`)
-	return b.String()
-}
+// sqliteAppend appends a batch of ?3 events (?4, encodeEvents) to run
+// ?1 at time ?2, numbered after the run's newest (runs.last_seq, which
+// sqliteAppended then moves past them); writes are serialized, so two
+// appends never share a number. It appends nothing for an unknown run.
+const sqliteAppend = `INSERT OR ROLLBACK INTO run_event_batches (run, first_seq, last_seq, created_at, events)
+SELECT ?1, last_seq + 1, last_seq + ?3, ?2, ?4 FROM runs WHERE id = ?1`
 
 // sqliteAppended moves run ?1's last_seq past the ?2 events appended;
 // sqliteEnded also sets its status ?3 at time ?4. Each returns the new
@@ -344,17 +347,13 @@ func (s *sqliteStore) EndRun(ctx context.Context, id, status string, events []st
 }
 
 // appendEvents appends events (at least one) to run's and, unless status
-// is "", sets the run's status, in one write of the group commit: a
-// statement for each sqliteBatch events, then sqliteAppended (or
-// sqliteEnded). It returns the last event's Seq.
+// is "", sets the run's status, in one write of the group commit: the
+// batch's row (sqliteAppend), then sqliteAppended (or sqliteEnded). It
+// returns the last event's Seq.
 func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []store.EventInput, status string) (int64, error) {
 	now := time.Now().UnixNano()
-	var req *putReq
-	for off := 0; off < len(events); off += sqliteBatch {
-		chunk := events[off:min(off+sqliteBatch, len(events))]
-		req = &putReq{query: sqliteAppend(len(chunk)), args: appendArgs(run, chunk, now, off), before: req}
-	}
-	req = &putReq{query: sqliteAppended, args: []any{run, len(events)}, returning: true, before: req}
+	req := &putReq{query: sqliteAppended, args: []any{run, len(events)}, returning: true,
+		before: &putReq{query: sqliteAppend, args: []any{run, now, len(events), encodeEvents(events)}}}
 	if status != "" {
 		req.query, req.args = sqliteEnded, append(req.args, status, now)
 	}
@@ -368,14 +367,82 @@ func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []sto
 	return seq, nil
 }
 
-// appendArgs are the parameters of sqliteAppend.
-func appendArgs(run string, events []store.EventInput, now int64, off int) []any {
-	args := make([]any, 0, 3+2*len(events))
-	args = append(args, run, now, off)
-	for _, ev := range events {
-		args = append(args, ev.Event, blob(ev.Data))
+// encodeEvents encodes events as a batch: each event's name, then its
+// data, each as the bytes it shares at its start and its end with the
+// previous event's (a uvarint each), then the length (a uvarint) and the
+// bytes of the rest — a run's values events, alike but for a number,
+// take a few bytes each.
+func encodeEvents(events []store.EventInput) []byte {
+	var b []byte
+	for i, ev := range events {
+		var prev store.EventInput
+		if i > 0 {
+			prev = events[i-1]
+		}
+		b = appendShared(b, prev.Event, ev.Event)
+		b = appendShared(b, prev.Data, ev.Data)
 	}
-	return args
+	return b
+}
+
+// appendShared appends cur as encodeEvents encodes it after prev.
+func appendShared[T string | json.RawMessage](b []byte, prev, cur T) []byte {
+	p := 0
+	for p < len(prev) && p < len(cur) && prev[p] == cur[p] {
+		p++
+	}
+	q := 0
+	for q < len(prev)-p && q < len(cur)-p && prev[len(prev)-1-q] == cur[len(cur)-1-q] {
+		q++
+	}
+	b = binary.AppendUvarint(b, uint64(p))
+	b = binary.AppendUvarint(b, uint64(q))
+	b = binary.AppendUvarint(b, uint64(len(cur)-p-q))
+	return append(b, cur[p:len(cur)-q]...)
+}
+
+// decodeEvents appends to out the events of run in batch b
+// (encodeEvents), numbered from first, that come after seq after, created
+// at at; last is the batch's last number, or -1 for as many as it holds.
+func decodeEvents(out []store.RunEvent, run string, first, last, after int64, b []byte, at time.Time) ([]store.RunEvent, error) {
+	var name, data []byte
+	seq := first
+	for ; len(b) > 0 && (last < 0 || seq <= last); seq++ {
+		var ok bool
+		if name, b, ok = cutShared(b, name); ok {
+			data, b, ok = cutShared(b, data)
+		}
+		if !ok {
+			return out, fmt.Errorf("store: run %q: the batch of events from %d is cut short at %d", run, first, seq)
+		}
+		if seq > after {
+			out = append(out, store.RunEvent{Run: run, Seq: seq, Event: string(name), Data: raw(data), CreatedAt: at})
+		}
+	}
+	if len(b) > 0 || last >= 0 && seq != last+1 {
+		return out, fmt.Errorf("store: run %q: the batch of events %d to %d holds events %d to %d", run, first, last, first, seq-1)
+	}
+	return out, nil
+}
+
+// cutShared cuts a field encoded after prev (appendShared) off b; ok is
+// false if b does not hold one. The field is a new slice.
+func cutShared(b, prev []byte) (field, rest []byte, ok bool) {
+	var n [3]uint64
+	for i := range n {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, nil, false
+		}
+		n[i], b = v, b[k:]
+	}
+	p, q, m := n[0], n[1], n[2]
+	if p > uint64(len(prev)) || q > uint64(len(prev))-p || m > uint64(len(b)) {
+		return nil, nil, false
+	}
+	field = make([]byte, 0, p+m+q)
+	field = append(append(append(field, prev[:p]...), b[:m]...), prev[uint64(len(prev))-q:]...)
+	return field, b[m:], true
 }
 
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
@@ -386,14 +453,18 @@ func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]st
 	defer rows.Close()
 	var out []store.RunEvent
 	for rows.Next() {
-		ev := store.RunEvent{Run: run}
+		var first, last, created int64
+		var event sql.NullString // an event of run_events; NULL for a batch
 		var data []byte
-		var created int64
-		if err := rows.Scan(&ev.Seq, &ev.Event, &data, &created); err != nil {
+		if err := rows.Scan(&first, &last, &event, &data, &created); err != nil {
 			return nil, fmt.Errorf("store: run %q: events: %w", run, err)
 		}
-		ev.Data, ev.CreatedAt = raw(data), time.Unix(0, created).UTC()
-		out = append(out, ev)
+		at := time.Unix(0, created).UTC()
+		if event.Valid {
+			out = append(out, store.RunEvent{Run: run, Seq: first, Event: event.String, Data: raw(data), CreatedAt: at})
+		} else if out, err = decodeEvents(out, run, first, last, after, data, at); err != nil {
+			return nil, err
+		}
 	}
 	return out, rows.Err()
 }

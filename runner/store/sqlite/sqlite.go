@@ -65,6 +65,13 @@ import (
 // their own, written once, when a thread first starts. A deleted thread
 // keeps its key while it has a lease row, so its token goes on counting
 // if it starts again (an old run stays fenced out).
+//
+// Version 10: a run's events are appended a batch a row
+// (run_event_batches, runs.go), in the order they are written, each
+// event's name and data stored as what differs from the event before: a
+// run's end wrote its eighteen events as eighteen rows keyed by run,
+// among those of the runs still going on. run_events keeps the events
+// appended before; they are read and deleted with the rest.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -213,7 +220,7 @@ BEGIN
 		status = excluded.status, steps = excluded.steps,
 		last_id = excluded.last_id, updated_at = excluded.updated_at;
 END;
-`}
+`, sqliteEventBatchesSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert

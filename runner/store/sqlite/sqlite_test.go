@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -301,7 +302,7 @@ func opcodes(t *testing.T, db *sql.DB, query string, n int) []string {
 // rows directly, without a temporary table or a sort.
 func TestAppendWithoutTempTable(t *testing.T) {
 	s := openTest(t, filepath.Join(t.TempDir(), "runner.db")).(*sqliteStore)
-	for _, op := range opcodes(t, s.r, sqliteAppend(2), 7) {
+	for _, op := range opcodes(t, s.r, sqliteAppend, 4) {
 		if op == "OpenEphemeral" || op == "SorterOpen" {
 			t.Errorf("the append's statement runs %s", op)
 		}
@@ -321,6 +322,97 @@ func TestSQLiteMigrateV7(t *testing.T) {
 	}
 	if evs, err := s.Events(ctx, "r", 0); err != nil || len(evs) != 3 || evs[2].Event != "end" {
 		t.Errorf("Events after migration = %+v, %v", evs, err)
+	}
+}
+
+// TestSQLiteMigrateV9 opens a file of schema version 9 holding a run's
+// first two events, one row each: the events appended after them, a
+// batch a row, follow them in one log, from any event on, and the run's
+// deletion removes both.
+func TestSQLiteMigrateV9(t *testing.T) {
+	path := oldFile(t, append(slices.Clone(sqliteMigrations[:9]), `PRAGMA user_version = 9`,
+		`INSERT INTO runs VALUES ('r', 't', '', 'a', 'running', 'reject', '', NULL, NULL, 1, 1, 2)`,
+		`INSERT INTO run_events VALUES ('r', 1, 'metadata', '{"m":1}', 1), ('r', 2, 'values', NULL, 1)`)...)
+	s := openTest(t, path).(store.RunStore)
+	ctx := context.Background()
+	if seq, err := s.AppendEvents(ctx, "r", []store.EventInput{{Event: "values", Data: json.RawMessage(`{"v":3}`)}, {Event: "end"}}); err != nil || seq != 4 {
+		t.Fatalf("AppendEvents after migration = %d, %v; want 4", seq, err)
+	}
+	var got []string
+	for after := range int64(5) {
+		evs, err := s.Events(ctx, "r", after)
+		if err != nil {
+			t.Fatalf("Events after %d: %v", after, err)
+		}
+		var line []string
+		for _, ev := range evs {
+			line = append(line, fmt.Sprintf("%d %s %s", ev.Seq, ev.Event, ev.Data))
+		}
+		got = append(got, strings.Join(line, ", "))
+	}
+	want := []string{`1 metadata {"m":1}, 2 values , 3 values {"v":3}, 4 end `,
+		`2 values , 3 values {"v":3}, 4 end `, `3 values {"v":3}, 4 end `, `4 end `, ``}
+	if !slices.Equal(got, want) {
+		t.Errorf("Events after 0 to 4:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := s.EndRun(ctx, "r", store.RunSuccess, []store.EventInput{{Event: "end"}}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := s.Events(ctx, "r", 3); err != nil || len(evs) != 2 || evs[1].Seq != 5 {
+		t.Errorf("Events after 3, after the run's end = %+v, %v; want 4 and 5", evs, err)
+	}
+	if err := s.DeleteRun(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := s.(*sqliteStore).r.QueryRow(`SELECT (SELECT count(*) FROM run_events) + (SELECT count(*) FROM run_event_batches)`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d events left after the run's deletion (%v)", left, err)
+	}
+}
+
+// TestEventBatchEncoding round-trips batches through encodeEvents and
+// decodeEvents, and checks that a batch cut short or too long is an
+// error, not a panic or a wrong event.
+func TestEventBatchEncoding(t *testing.T) {
+	events := []store.EventInput{{Event: "metadata", Data: json.RawMessage(`{"run_id":"r"}`)},
+		{Event: ""}, {Event: "values", Data: json.RawMessage(strings.Repeat("x", 300))}, {Event: "end"}}
+	b := encodeEvents(events)
+	at := time.Unix(0, 7).UTC()
+	out, err := decodeEvents(nil, "r", 5, 8, 0, b, at)
+	if err != nil || len(out) != len(events) {
+		t.Fatalf("decode = %+v, %v", out, err)
+	}
+	for i, ev := range out {
+		if ev.Seq != int64(5+i) || ev.Event != events[i].Event || string(ev.Data) != string(events[i].Data) || ev.Run != "r" || !ev.CreatedAt.Equal(at) {
+			t.Errorf("event %d = %+v, want %+v", i, ev, events[i])
+		}
+	}
+	kept := slices.Clone(b)
+	if out[0].Data = append(out[0].Data, 'z'); !slices.Equal(b, kept) {
+		t.Errorf("appending to an event's data wrote over the batch")
+	}
+	if out, err := decodeEvents(nil, "r", 5, 8, 7, b, at); err != nil || len(out) != 1 || out[0].Seq != 8 {
+		t.Errorf("decode after 7 = %+v, %v; want event 8 alone", out, err)
+	}
+	if out, err := decodeEvents(nil, "r", 5, -1, 0, b, at); err != nil || len(out) != 4 || out[3].Seq != 8 {
+		t.Errorf("decode of as many as the batch holds = %+v, %v; want events 5 to 8", out, err)
+	}
+	alike := make([]store.EventInput, 16)
+	for i := range alike {
+		alike[i] = store.EventInput{Event: "values@checkpoint", Data: json.RawMessage(fmt.Sprintf(`{"thread":"t-0123456789","checkpoint":%d,"assistant":"a"}`, i+1))}
+	}
+	if ab := encodeEvents(alike); len(ab) > 100+16*8 {
+		t.Errorf("16 events alike but for a number take %d bytes", len(ab))
+	} else if out, err := decodeEvents(nil, "r", 1, 16, 0, ab, at); err != nil || string(out[15].Data) != string(alike[15].Data) || out[15].Event != alike[15].Event {
+		t.Errorf("decode of events alike = %v, %v", out, err)
+	}
+	for _, bad := range []struct {
+		b           []byte
+		first, last int64
+	}{{b[:len(b)-1], 5, 8}, {b, 5, 9}, {b, 5, 7}, {[]byte{0xff}, 1, 1}, {nil, 1, 1}} {
+		if _, err := decodeEvents(nil, "r", bad.first, bad.last, 0, bad.b, at); err == nil {
+			t.Errorf("decode of %d bytes as events %d to %d: no error", len(bad.b), bad.first, bad.last)
+		}
 	}
 }
 
@@ -360,7 +452,7 @@ func TestSQLiteMigrateV8(t *testing.T) {
 // so SQLite keeps no statement journal for it (see putReq).
 func TestWritesFailWhole(t *testing.T) {
 	for _, q := range []string{sqlitePut, sqliteAddKey, sqliteAcquire, sqliteRenew, sqliteCreateThread,
-		sqliteUpdateThread, sqliteCreateRun, sqliteSetRunStatus, sqliteAppend(1), sqliteAppended, sqliteEnded} {
+		sqliteUpdateThread, sqliteCreateRun, sqliteSetRunStatus, sqliteAppend, sqliteAppended, sqliteEnded} {
 		if !strings.Contains(q, " OR ROLLBACK ") && !strings.Contains(q, " OR IGNORE ") {
 			t.Errorf("no OR ROLLBACK or OR IGNORE in %s", q)
 		}
