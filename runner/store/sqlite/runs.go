@@ -402,12 +402,12 @@ func appendShared[T string | json.RawMessage](b []byte, prev, cur T) []byte {
 }
 
 // decodeEvents appends to out the events of run in batch b
-// (encodeEvents), numbered from first, that come after seq after, created
-// at at; last is the batch's last number, or -1 for as many as it holds.
+// (encodeEvents), numbered first to last, that come after seq after,
+// created at at.
 func decodeEvents(out []store.RunEvent, run string, first, last, after int64, b []byte, at time.Time) ([]store.RunEvent, error) {
 	var name, data []byte
 	seq := first
-	for ; len(b) > 0 && (last < 0 || seq <= last); seq++ {
+	for ; len(b) > 0 && seq <= last; seq++ {
 		var ok bool
 		if name, b, ok = cutShared(b, name); ok {
 			data, b, ok = cutShared(b, data)
@@ -419,7 +419,7 @@ func decodeEvents(out []store.RunEvent, run string, first, last, after int64, b 
 			out = append(out, store.RunEvent{Run: run, Seq: seq, Event: string(name), Data: raw(data), CreatedAt: at})
 		}
 	}
-	if len(b) > 0 || last >= 0 && seq != last+1 {
+	if len(b) > 0 || seq != last+1 {
 		return out, fmt.Errorf("store: run %q: the batch of events %d to %d holds events %d to %d", run, first, last, first, seq-1)
 	}
 	return out, nil
