@@ -326,9 +326,9 @@ func TestSQLiteMigrateV7(t *testing.T) {
 }
 
 // TestSQLiteMigrateV9 opens a file of schema version 9 holding a run's
-// first two events, one row each: the events appended after them, a
-// batch a row, follow them in one log, from any event on, and the run's
-// deletion removes both.
+// first two events, one row each: the events appended after them, one
+// row for the append, follow them in one log, from any event on, and
+// the run's deletion removes both.
 func TestSQLiteMigrateV9(t *testing.T) {
 	path := oldFile(t, append(slices.Clone(sqliteMigrations[:9]), `PRAGMA user_version = 9`,
 		`INSERT INTO runs VALUES ('r', 't', '', 'a', 'running', 'reject', '', NULL, NULL, 1, 1, 2)`,
@@ -337,6 +337,10 @@ func TestSQLiteMigrateV9(t *testing.T) {
 	ctx := context.Background()
 	if seq, err := s.AppendEvents(ctx, "r", []store.EventInput{{Event: "values", Data: json.RawMessage(`{"v":3}`)}, {Event: "end"}}); err != nil || seq != 4 {
 		t.Fatalf("AppendEvents after migration = %d, %v; want 4", seq, err)
+	}
+	var rows, batches int
+	if err := s.(*sqliteStore).r.QueryRow(`SELECT (SELECT count(*) FROM run_events), (SELECT count(*) FROM run_event_batches)`).Scan(&rows, &batches); err != nil || rows != 2 || batches != 1 {
+		t.Errorf("after the append: %d event rows and %d batches (%v); want the old 2 and one batch for the append", rows, batches, err)
 	}
 	var got []string
 	for after := range int64(5) {
