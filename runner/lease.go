@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -93,9 +94,13 @@ func (e *Engine) renew(ctx context.Context, l store.Lease, ttl time.Duration, st
 // leaseOwner names this Engine as a lease owner: host, process and a
 // random id, so two Engines of one process are two owners.
 func (e *Engine) leaseOwner() string {
-	e.ownerOnce.Do(func() {
-		host, _ := os.Hostname()
-		e.owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
-	})
+	e.ownerOnce.Do(func() { e.owner = processOwner() + rand.Text()[:8] })
 	return e.owner
 }
+
+// processOwner is the start of this process's owner names, "host/pid/",
+// asked of the system once: a server makes an Engine a run.
+var processOwner = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/", host, os.Getpid())
+})
