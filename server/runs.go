@@ -14,13 +14,13 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// createRun admits a run: on the path's thread (created first with
-// if_not_exists create) or, without one, on a new thread of its own
-// (stateless). With an Idempotency-Key the tenant already used, the run
-// that key created is returned and nothing else happens. With watch, a
-// run created here is returned live, counting the caller as one of its
-// streams (release it with streams.Done): a stateless run's thread
-// outlives it.
+// createRun admits a run: on the path's thread (created with the run
+// under if_not_exists create, unless it exists) or, without one, on a new
+// thread of its own (stateless). With an Idempotency-Key the tenant
+// already used, the run that key created is returned and nothing else
+// happens. With watch, a run created here is returned live, counting the
+// caller as one of its streams (release it with streams.Done): a
+// stateless run's thread outlives it.
 func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *liveRun, error) {
 	ctx := r.Context()
 	q, err := parseRunRequest(r)
@@ -35,14 +35,16 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 		return nil, nil, err
 	}
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
-	create := stateless
+	// The existing thread's record, read once; with if_not_exists create,
+	// only if creating the thread finds it there (a read fewer for a new one).
+	var existing *store.ThreadRecord
+	create := stateless || q.IfNotExists == "create"
 	if stateless {
 		thread = uuid.Must(uuid.NewV7()).String()
-	} else if _, err := s.record(ctx, thread); err != nil {
-		if q.IfNotExists != "create" || asProblem(err).Status != http.StatusNotFound {
+	} else if !create {
+		if existing, err = s.record(ctx, thread); err != nil {
 			return nil, nil, err
 		}
-		create = true
 	}
 	kwargs, _ := json.Marshal(q)
 	meta, _ := json.Marshal(orMap(q.Metadata))
@@ -60,9 +62,8 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	}
 	run, created, err := s.runs.CreateRun(ctx, rec, newThread)
 	if errors.Is(err, store.ErrConflict) && create && !stateless {
-		// created meanwhile: it must be the tenant's, and is tagged as an existing thread
-		if _, err = s.record(ctx, thread); err == nil {
-			create = false
+		// the thread exists: it must be the tenant's, and is tagged as an existing thread
+		if existing, err = s.record(ctx, thread); err == nil {
 			run, created, err = s.runs.CreateRun(ctx, rec, nil)
 		}
 	}
@@ -70,7 +71,7 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 		return run, nil, err
 	}
 	rec = run
-	l, err := s.admit(ctx, rec, q, create, stateless, watch)
+	l, err := s.admit(ctx, rec, existing, q, stateless, watch)
 	if err != nil {
 		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
 		if stateless {
@@ -81,12 +82,13 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	return rec, l, nil
 }
 
-// admit tags the run's thread unless it was created with the run, then
-// starts the run, queues it or refuses it, as the thread's state and the
-// multitask strategy say.
-func (s *Server) admit(ctx context.Context, rec *store.RunRecord, q *runRequest, threadCreated, stateless, watch bool) (*liveRun, error) {
+// admit tags the run's existing thread, whose record is existing (nil:
+// the thread was created with the run), then starts the run, queues it or
+// refuses it, as the thread's state and the multitask strategy say.
+func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *store.ThreadRecord, q *runRequest, stateless, watch bool) (*liveRun, error) {
+	threadCreated := existing == nil
 	if !threadCreated {
-		if err := s.tagThread(ctx, rec); err != nil {
+		if err := s.tagThread(ctx, rec, existing); err != nil {
 			return nil, err
 		}
 	}
@@ -162,14 +164,10 @@ func graphTag(name string) map[string]any {
 	return map[string]any{"graph_id": name, "assistant_id": AssistantID(name)}
 }
 
-// tagThread records on the run's existing thread the graph it runs when
-// it names none this server serves (a client may have set graph_id
-// itself).
-func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord) error {
-	t, err := s.runs.Thread(ctx, rec.Thread)
-	if err != nil {
-		return err
-	}
+// tagThread records on the run's existing thread, whose record is t, the
+// graph it runs when it names none this server serves (a client may have
+// set graph_id itself).
+func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, t *store.ThreadRecord) error {
 	meta := metadata(t.Metadata)
 	if name, _ := meta["graph_id"].(string); s.cfg.Graphs[name] != nil {
 		// another graph of the same pipeline (another agent) may continue it

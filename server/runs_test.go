@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,49 +340,60 @@ func TestShutdown(t *testing.T) {
 	}
 }
 
-// lateThreads is a store that reads the records of the threads in late
-// as missing, once each: another client creates the thread just after
-// the server looked.
-type lateThreads struct {
+// readCounter is a store that counts the reads of thread records.
+type readCounter struct {
 	store.Store
 	store.RunStore
-	late sync.Map // thread id → struct{}, until read
+	reads atomic.Int64
 }
 
-func (l *lateThreads) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
-	if _, ok := l.late.LoadAndDelete(id); ok {
-		return nil, store.RecordNotFound("thread", id)
-	}
-	return l.RunStore.Thread(ctx, id)
+func (c *readCounter) Thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
+	c.reads.Add(1)
+	return c.RunStore.Thread(ctx, id)
 }
 
-// TestIfNotExistsCreatedMeanwhile: a run with if_not_exists create whose
-// thread another client creates after the server found none runs on that
-// thread, tagged with its graph; on another tenant's, it is 404 and
-// leaves no run.
-func TestIfNotExistsCreatedMeanwhile(t *testing.T) {
-	var late *lateThreads
+// TestIfNotExistsReadsOnce: a run with if_not_exists create on a new
+// thread creates it with the run and reads no thread record; on an
+// existing thread (the tenant's, naming no graph) it runs there, tags the
+// thread with its graph and reads the record once, as a run without
+// if_not_exists does; on another tenant's thread it is 404 and leaves no
+// run.
+func TestIfNotExistsReadsOnce(t *testing.T) {
+	var counted *readCounter
 	e := newEnv(t, func(c *server.Config) {
-		late = &lateThreads{}
-		late.Store, late.RunStore = c.Store, c.Store.(store.RunStore)
-		c.Store = late
+		counted = &readCounter{Store: c.Store, RunStore: c.Store.(store.RunStore)}
+		c.Store = counted
 	})
-	e.call("POST", "/threads", map[string]any{"thread_id": "mine"}, 200)
+	for _, id := range []string{"mine", "plain"} {
+		e.call("POST", "/threads", map[string]any{"thread_id": id}, 200)
+	}
 	e.key = otherKey
 	e.call("POST", "/threads", map[string]any{"thread_id": "theirs"}, 200)
 	e.key = testKey
-	late.late.Store("mine", struct{}{})
-	late.late.Store("theirs", struct{}{})
 
-	body := map[string]any{"assistant_id": "approval", "if_not_exists": "create"}
-	if got := e.call("POST", "/threads/mine/runs/wait", body, 200); got["__interrupt__"] == nil {
-		t.Errorf("run on a thread created meanwhile = %v, want it paused at its approval", got)
+	create := map[string]any{"assistant_id": "approval", "if_not_exists": "create"}
+	for _, tc := range []struct {
+		thread string
+		body   map[string]any
+		reads  int64
+	}{
+		{"new", create, 0},
+		{"mine", create, 1},
+		{"plain", map[string]any{"assistant_id": "approval"}, 1},
+	} {
+		counted.reads.Store(0)
+		if got := e.call("POST", "/threads/"+tc.thread+"/runs/wait", tc.body, 200); got["__interrupt__"] == nil {
+			t.Errorf("run on thread %s = %v, want it paused at its approval", tc.thread, got)
+		}
+		if n := counted.reads.Load(); n != tc.reads {
+			t.Errorf("run %v on thread %s read its thread record %d times, want %d", tc.body, tc.thread, n, tc.reads)
+		}
+		meta, _ := e.call("GET", "/threads/"+tc.thread, nil, 200)["metadata"].(map[string]any)
+		if meta["graph_id"] != "approval" {
+			t.Errorf("thread %s metadata = %v, want graph_id approval", tc.thread, meta)
+		}
 	}
-	meta, _ := e.call("GET", "/threads/mine", nil, 200)["metadata"].(map[string]any)
-	if meta["graph_id"] != "approval" {
-		t.Errorf("thread metadata = %v, want graph_id approval", meta)
-	}
-	e.call("POST", "/threads/theirs/runs/wait", body, 404)
+	e.call("POST", "/threads/theirs/runs/wait", create, 404)
 	e.key = otherKey
 	if runs := e.list("GET", "/threads/theirs/runs", nil); len(runs) != 0 {
 		t.Errorf("runs on the other tenant's thread = %v, want none", runs)
