@@ -8,9 +8,10 @@
 #   bench/serve.sh pairs [N]  the 32-client phase only, N rounds (5 by
 #                             default) of runner on SQLite and LangGraph.js
 #                             one after the other, in alternating order,
-#                             each round's ratios and their median: the
-#                             host's speed drifts within minutes, so a
-#                             ratio is read from a pair measured together
+#                             each alone on the machine, each round's
+#                             ratios and their median: the host's speed
+#                             drifts within minutes, so a ratio is read
+#                             from a pair measured together
 set -euo pipefail
 cd "$(dirname "$0")"
 ulimit -n "$(ulimit -Hn)"
@@ -18,16 +19,29 @@ bench() { go test . -run '^$' -bench 'BenchmarkServe$' -benchtime 1x -count 1 | 
 port=27390
 
 # start_peer starts LangGraph.js's server on $port, installing it first if
-# need be; stop_peer stops it.
+# need be, and waits for it to settle; stop_peer stops it.
 peer=""
 start_peer() {
 	[ -d peer/serve/node_modules ] || (cd peer/serve && npm install --no-audit --no-fund --loglevel=error)
 	(cd peer/serve && exec node serve.mjs "$port" >peer.log 2>&1) &
 	peer=$!
-	for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/ok" >/dev/null && return; sleep 1; done
+	for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/ok" >/dev/null && { settle; return; }; sleep 1; done
 	echo "LangGraph.js's server did not start: see bench/peer/serve/peer.log" >&2
 	exit 1
 }
+# settle waits, up to 15 s, until the peer uses under a tenth of a core:
+# Node.js goes on compiling for seconds after its first answer (some 40 %
+# of this machine's two cores), which would slow whatever runs then.
+settle() {
+	local a b
+	for _ in $(seq 15); do
+		a=$(cpu_ticks); sleep 1; b=$(cpu_ticks)
+		[ $((b - a)) -lt 10 ] && return
+	done
+}
+# cpu_ticks prints the CPU time the peer has used, in clock ticks (0
+# without /proc).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$peer/stat" 2>/dev/null || echo 0; }
 stop_peer() { [ -z "$peer" ] || { kill "$peer" 2>/dev/null || true; wait "$peer" 2>/dev/null || true; peer=""; }; }
 trap stop_peer EXIT
 on_peer() { BENCH_SERVE_URL="http://127.0.0.1:$port" BENCH_SERVE_PID="$peer" "$@"; }
@@ -41,14 +55,14 @@ if [ "${1:-}" = pairs ]; then
 		BENCH_SERVE_PHASE=32-concurrent bench | tee /dev/stderr |
 			awk '/32-concurrent/ { for (i = 1; i < NF; i++) { if ($(i+1) == "runs/s") r = $i; if ($(i+1) == "ms" && $(i+2) == "CPU/run") c = $i }; print r, c }'
 	}
+	# theirs measures LangGraph.js's server, started for its phase alone.
+	theirs() { start_peer >&2; BENCH_SERVE_RUNS=600 on_peer phase; stop_peer; }
 	for i in $(seq "$rounds"); do
-		start_peer
 		if ((i % 2)); then
-			ours=$(phase); theirs=$(BENCH_SERVE_RUNS=600 on_peer phase)
+			ours=$(phase); theirs=$(theirs)
 		else
-			theirs=$(BENCH_SERVE_RUNS=600 on_peer phase); ours=$(phase)
+			theirs=$(theirs); ours=$(phase)
 		fi
-		stop_peer
 		echo "$i $ours $theirs"
 	done | awk '
 		NF < 5 || $2 * $3 * $4 * $5 == 0 { print "round " $1 ": a phase failed (its output is above)"; failed = 1; next }
