@@ -30,7 +30,7 @@ start_peer() {
 	exit 1
 }
 # settle waits, up to 15 s, until the peer uses under a tenth of a core:
-# Node.js goes on compiling for seconds after its first answer (some 40 %
+# Node.js stays busy for seconds after its first answer (some 40 %
 # of this machine's two cores), which would slow whatever runs then.
 settle() {
 	local a b
