@@ -29,15 +29,19 @@ start_peer() {
 	echo "LangGraph.js's server did not start: see bench/peer/serve/peer.log" >&2
 	exit 1
 }
-# settle waits, up to 15 s, until the peer uses under a tenth of a core:
-# Node.js stays busy for seconds after its first answer (some 40 %
-# of this machine's two cores), which would slow whatever runs then.
+# settle waits, up to 30 s, until the peer has used under a tenth of a
+# core for five seconds running, and says what it used: Node.js is quiet
+# for a second or two after its first answer, then busy for two (some
+# 40 % of this machine's two cores), which would slow whatever ran then.
 settle() {
-	local a b
-	for _ in $(seq 15); do
+	local a b i quiet=0 busy=""
+	for i in $(seq 30); do
 		a=$(cpu_ticks); sleep 1; b=$(cpu_ticks)
-		[ $((b - a)) -lt 10 ] && return
+		busy="$busy $((b - a))"
+		if [ $((b - a)) -lt 10 ]; then quiet=$((quiet + 1)); else quiet=0; fi
+		[ "$quiet" -ge 5 ] && break
 	done
+	echo "LangGraph.js's server settled after ${i} s; CPU ticks a second:$busy" >&2
 }
 # cpu_ticks prints the CPU time the peer has used, in clock ticks (0
 # without /proc).
