@@ -80,7 +80,7 @@ func (n *parallelNode) Run(ctx context.Context, in *runner.Input) (runner.Update
 	for i, ch := range n.branches {
 		g.Go(func() error {
 			upd, err := ch.run(gctx, in, fmt.Sprintf("%s.%d", n.name, i))
-			if intr := (*runner.Interrupt)(nil); errors.As(err, &intr) {
+			if intr, ok := errors.AsType[*runner.Interrupt](err); ok {
 				paused[i] = intr
 				return nil
 			}

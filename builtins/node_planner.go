@@ -231,16 +231,10 @@ func (p *planner) decide(ctx context.Context, in *runner.Input, upd runner.Updat
 // sequence is the deterministic decision: the first fallback tool not yet
 // completed, or COMPLETE.
 func (p *planner) sequence(state runner.State) map[string]any {
-	done := map[string]bool{}
-	list, _ := state[p.completed].([]any)
-	for _, v := range list {
-		if s, ok := v.(string); ok {
-			done[s] = true
-		}
-	}
+	done, _ := state[p.completed].([]any)
 	choice, reason := Complete, "every tool of the fallback sequence has run"
 	for _, t := range p.fallback {
-		if !done[t] {
+		if !slices.Contains(done, any(t)) {
 			choice, reason = t, "fallback sequence: first tool not yet completed"
 			break
 		}
@@ -297,7 +291,7 @@ func (l *plannerLLM) ask(ctx context.Context, in *runner.Input, vars map[string]
 		return nil, "", err
 	case runner.TimedOut(callCtx):
 		return nil, fmt.Sprintf("llm timed out after %s", l.timeout), nil
-	case errors.As(err, new(*runner.ProviderError)):
+	case isProviderError(err):
 		return nil, "llm call failed: " + err.Error(), nil
 	}
 	return nil, "llm answer invalid: " + err.Error(), nil
@@ -356,9 +350,14 @@ func decisionOf(v any) map[string]any {
 // than fall back: a budget exceeded, an interrupt, or the node's own
 // context ended (a cancelled run, a node or run timeout).
 func mustPropagate(ctx context.Context, err error) bool {
-	var be *runner.BudgetError
-	var intr *runner.Interrupt
-	return ctx.Err() != nil || errors.As(err, &be) || errors.As(err, &intr)
+	_, spent := errors.AsType[*runner.BudgetError](err)
+	_, paused := errors.AsType[*runner.Interrupt](err)
+	return ctx.Err() != nil || spent || paused
+}
+
+func isProviderError(err error) bool {
+	_, ok := errors.AsType[*runner.ProviderError](err)
+	return ok
 }
 
 // toInt reads a JSON-like integer (nil is 0).

@@ -108,7 +108,7 @@ func (n *toolsNode) Run(ctx context.Context, in *runner.Input) (runner.Update, e
 		reqs, at = append(reqs, req), append(at, i)
 	}
 	done, err := in.Run.CallTools(ctx, reqs)
-	if intr := (*runner.Interrupt)(nil); errors.As(err, &intr) && intr.Rule != "" {
+	if intr, ok := errors.AsType[*runner.Interrupt](err); ok && intr.Rule != "" {
 		intr.Update = n.stripRound(in.State, calls)
 	}
 	if err != nil {

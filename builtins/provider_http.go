@@ -190,8 +190,7 @@ func (c *apiClient) invalid(model string, err error) error {
 // truncated body, an error inside a stream) has no status and is retried.
 func (c *apiClient) fail(model string, err error) error {
 	pe := &runner.ProviderError{Provider: c.provider, Model: model, Err: c.redact.Wrap(err.Error(), err)}
-	var se *statusError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*statusError](err); ok {
 		pe.Status, pe.RetryAfter = se.status, se.retryAfter
 	}
 	return classify(pe)

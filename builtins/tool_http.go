@@ -186,15 +186,13 @@ func (c *httpCall) body() (io.Reader, error) {
 // the context's error, so that a deadline reads as a timeout, and leaves
 // out the URL, which may hold secrets.
 func (c *httpCall) sendError(ctx context.Context, host string, err error) error {
-	var he *dsl.HostError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*dsl.HostError](err); ok {
 		return runner.Permanent(c.errorf("redirect: %v", he))
 	}
 	if ctx.Err() != nil {
 		return c.errorf("request to %s: %w", host, ctx.Err())
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	return c.errorf("request to %s: %v", host, err)

@@ -59,8 +59,7 @@ func checkXML(ctx context.Context, doc, root string, attrs []string) (int, error
 			break
 		}
 		if err != nil {
-			var se *xml.SyntaxError
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*xml.SyntaxError](err); ok {
 				return se.Line, errors.New(se.Msg)
 			}
 			return line(), err

@@ -155,8 +155,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	for _, n := range p.Nodes {
 		s, err := c.step(p, n)
 		if err != nil {
-			var ds Diagnostics
-			if errors.As(err, &ds) { // a subgraph's node, reported where it is
+			if _, ok := errors.AsType[Diagnostics](err); ok { // a subgraph's node, reported where it is
 				return nil, err
 			}
 			return nil, compileError(n.Pos, codeOf(err), fmt.Errorf("node %s: %w", n.Name, err))
@@ -322,7 +321,7 @@ func (e *codedError) Unwrap() error { return e.err }
 // codeOf returns the code of the first codedError in err's chain, else
 // CodeCompileBuild.
 func codeOf(err error) string {
-	if ce := (*codedError)(nil); errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*codedError](err); ok {
 		return ce.code
 	}
 	return CodeCompileBuild

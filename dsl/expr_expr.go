@@ -133,8 +133,8 @@ func (forgetNatures) Visit(n *ast.Node) { (*n).SetNature(nature.Nature{}) }
 // exprError reports an error of expr's parser, checker or compiler; code
 // is the class of the phase that found it.
 func (c *compilation) exprError(err error, code string) {
-	var fe *file.Error
-	if !errors.As(err, &fe) {
+	fe, ok := errors.AsType[*file.Error](err)
+	if !ok {
 		c.errorAt(0, code, "%v", err)
 		return
 	}
@@ -245,8 +245,7 @@ func (p *exprProgram) eval(vars map[string]any) (any, error) {
 	out, err := m.Run(p.prg, vars)
 	vms.Put(m)
 	if err != nil {
-		var fe *file.Error
-		if errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*file.Error](err); ok {
 			return nil, errors.New(fe.Message)
 		}
 		return nil, err

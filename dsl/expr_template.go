@@ -1,11 +1,12 @@
 package dsl
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/runner-dev/runner/runner"
 )
 
 // Template is a text with embedded expressions, such as a prompt:
@@ -196,7 +197,7 @@ func writeValue(b *strings.Builder, v any) {
 	case float64:
 		b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
 	default:
-		if data, err := json.Marshal(v); err == nil {
+		if data, err := runner.MarshalJSON(v); err == nil {
 			b.Write(data)
 		} else {
 			fmt.Fprint(b, v)

@@ -53,8 +53,8 @@ func (s *JSONSchema) Check(v any) error {
 		return err
 	}
 	err = s.s.Validate(doc)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	ve, ok := errors.AsType[*jsonschema.ValidationError](err)
+	if !ok {
 		return err
 	}
 	leaves := leafErrors(ve)

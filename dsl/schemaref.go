@@ -97,10 +97,10 @@ func (e *RefError) Error() string {
 // refused returns the RefError behind a compiler's failure to load a
 // reference (the library's LoadURLError does not unwrap), else err.
 func refused(err error) error {
-	var le *jsonschema.LoadURLError
-	var re *RefError
-	if errors.As(err, &le) && errors.As(le.Err, &re) {
-		return re
+	if le, ok := errors.AsType[*jsonschema.LoadURLError](err); ok {
+		if re, ok := errors.AsType[*RefError](le.Err); ok {
+			return re
+		}
 	}
 	return err
 }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -97,7 +96,7 @@ func (r *Run) CallTools(ctx context.Context, reqs []ToolRequest) ([]ToolOutcome,
 	}
 	if len(gated) > 0 {
 		if err := r.decide(gated); err != nil {
-			if intr := (*Interrupt)(nil); errors.As(err, &intr) {
+			if isA[*Interrupt](err) {
 				r.seen(calls) // their before rules fired: not again on resume
 			}
 			return nil, err
@@ -219,9 +218,8 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 		out, st, err = stateAware(c.info.Name, out)
 	}
 	exec.Output, exec.OK, exec.Status = out, err == nil, ToolSuccess
-	var te *TimeoutError
 	switch {
-	case errors.As(err, &te):
+	case isA[*TimeoutError](err):
 		exec.Status, exec.ErrorMessage = ToolTimedOut, err.Error()
 	case err != nil:
 		exec.Status, exec.ErrorMessage = ToolFailed, err.Error()

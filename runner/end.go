@@ -9,20 +9,20 @@ import (
 // endStep ends a run whose step returned err: a pause, a cancellation, a
 // failure, or (for store errors and refused resume values) an error.
 func (r *Run) endStep(ctx context.Context, state State, cur string, err error) (*Result, error) {
-	var intr *Interrupt
-	var re *RunError
-	var be *BudgetError
-	switch {
-	case errors.As(err, &intr):
+	if intr, ok := errors.AsType[*Interrupt](err); ok {
 		intr.Node = cur
 		return r.pause(ctx, state, cur, intr)
-	case errors.Is(err, ErrInvalidResume), errors.Is(err, errStore):
+	}
+	if errors.Is(err, ErrInvalidResume) || errors.Is(err, errStore) {
 		return nil, err
-	case ctx.Err() != nil:
+	}
+	if ctx.Err() != nil {
 		return r.stop(ctx, state, cur)
-	case errors.As(err, &be):
+	}
+	if be, ok := errors.AsType[*BudgetError](err); ok {
 		return r.exceeded(ctx, state, cur, be)
-	case errors.As(err, &re):
+	}
+	if re, ok := errors.AsType[*RunError](err); ok {
 		return r.fail(ctx, state, cur, re)
 	}
 	return r.fail(ctx, state, cur, &RunError{Code: "node_error", Node: cur, Kind: ErrorKindsOf(err)[0], Message: fmt.Sprintf("node %s failed: %v", cur, err)})
@@ -59,7 +59,7 @@ func (r *Run) pauseAt(ctx context.Context, state State, cur, next string, intr *
 // timed out, a cancellation leaves it resumable at the node it had not
 // finished.
 func (r *Run) stop(ctx context.Context, state State, cur string) (*Result, error) {
-	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
+	if be, ok := errors.AsType[*BudgetError](context.Cause(ctx)); ok {
 		return r.exceeded(ctx, state, cur, be)
 	}
 	if TimedOut(ctx) && r.Graph.Timeout > 0 {

@@ -64,14 +64,14 @@ func ErrorKindsOf(err error) []string {
 			kinds = append(kinds, k)
 		}
 	}
-	add(KindBudgetErr, errors.As(err, new(*BudgetError)))
-	add(KindTimeout, errors.As(err, new(*TimeoutError)))
-	add(KindValidation, errors.As(err, new(*ValidationError)))
+	add(KindBudgetErr, isA[*BudgetError](err))
+	add(KindTimeout, isA[*TimeoutError](err))
+	add(KindValidation, isA[*ValidationError](err))
 	status := httpStatus(err)
 	add(KindHTTP4xx, status >= 400 && status < 500)
 	add(KindHTTP5xx, status >= 500 && status < 600)
-	add(KindLLM, errors.As(err, new(*ProviderError)))
-	add(KindTool, errors.As(err, new(*ToolError)))
+	add(KindLLM, isA[*ProviderError](err))
+	add(KindTool, isA[*ToolError](err))
 	if len(kinds) == 0 {
 		kinds = append(kinds, KindOther)
 	}
@@ -80,13 +80,20 @@ func ErrorKindsOf(err error) []string {
 
 // httpStatus is the HTTP status err carries, 0 when none.
 func httpStatus(err error) int {
-	if he := (*HTTPError)(nil); errors.As(err, &he) {
+	if he, ok := errors.AsType[*HTTPError](err); ok {
 		return he.Status
 	}
-	if pe := (*ProviderError)(nil); errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*ProviderError](err); ok {
 		return pe.Status
 	}
 	return 0
+}
+
+// isA reports whether an error in err's tree is an E (errors.AsType, for
+// a condition).
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // Catch is one entry of a step's on_error: the error kinds it catches

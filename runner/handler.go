@@ -55,9 +55,9 @@ func (r *Run) handle(state State, cur, status string, re *RunError) State {
 
 // handlerFailure says why a handler's node failed.
 func handlerFailure(ctx context.Context, err error, limit time.Duration) string {
-	var intr *Interrupt
+	intr, paused := errors.AsType[*Interrupt](err)
 	switch {
-	case errors.As(err, &intr):
+	case paused:
 		return "a handler cannot pause (" + intr.Kind + ")"
 	case TimedOut(ctx):
 		return fmt.Sprintf("it ran longer than limits.handler_timeout (%s)", limit)

@@ -116,7 +116,4 @@ type permanent struct{ error }
 
 func (p permanent) Unwrap() error { return p.error }
 
-func isPermanent(err error) bool {
-	var p permanent
-	return errors.As(err, &p)
-}
+func isPermanent(err error) bool { return isA[permanent](err) }

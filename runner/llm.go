@@ -114,8 +114,7 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 
 // retryAfter is the wait a provider asked for, if err carries one.
 func retryAfter(err error) time.Duration {
-	var pe *ProviderError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*ProviderError](err); ok {
 		return pe.RetryAfter
 	}
 	return 0

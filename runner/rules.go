@@ -130,10 +130,7 @@ func (e *DeniedError) Error() string { return fmt.Sprintf("denied by rule %s: %s
 // only recorded: a cancelled run, a spent budget, an interrupt, an
 // aborting rule, a store that could not journal a call.
 func MustStop(ctxErr, err error) bool {
-	var be *BudgetError
-	var intr *Interrupt
-	var re *RuleError
-	return ctxErr != nil || errors.As(err, &be) || errors.As(err, &intr) || errors.As(err, &re) || errors.Is(err, errStore)
+	return ctxErr != nil || isA[*BudgetError](err) || isA[*Interrupt](err) || isA[*RuleError](err) || errors.Is(err, errStore)
 }
 
 // firing is what the rules of one trigger decided for one call.

@@ -280,8 +280,7 @@ func (e *TimeoutError) Error() string {
 // every error; "error" is any error but a timeout, "rate_limit" a 429,
 // "server_error" a 5xx, and the error kinds of on_error match as there.
 func (p Retry) retries(err error) bool {
-	var intr *Interrupt
-	if isPermanent(err) || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume) {
+	if isPermanent(err) || isA[*Interrupt](err) || errors.Is(err, ErrInvalidResume) {
 		return false
 	}
 	if len(p.On) == 0 {
@@ -352,8 +351,7 @@ func (r *Run) route(s *Step, state State) (string, error) {
 // that catches the error's kind (a budget error only when on_exceed is
 // fail); "" ends the run.
 func (r *Run) errorRoute(ctx context.Context, s *Step, err error) string {
-	var intr *Interrupt
-	if ctx.Err() != nil || errors.As(err, &intr) || errors.Is(err, ErrInvalidResume) {
+	if ctx.Err() != nil || isA[*Interrupt](err) || errors.Is(err, ErrInvalidResume) {
 		return ""
 	}
 	kinds := ErrorKindsOf(err)

@@ -128,8 +128,8 @@ func (e *Engine) acquire(ctx context.Context, thread string, ttl time.Duration) 
 	deadline := clock.Now().Add(sweepWait)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		l, err := e.Store.Acquire(ctx, thread, e.leaseOwner(), ttl)
-		var held *store.HeldError
-		if !errors.As(err, &held) || !strings.HasPrefix(held.Owner, sweeperPrefix) || clock.Now().After(deadline) {
+		held, ok := errors.AsType[*store.HeldError](err)
+		if !ok || !strings.HasPrefix(held.Owner, sweeperPrefix) || clock.Now().After(deadline) {
 			return l, err
 		}
 		if err := clock.Sleep(ctx, wait); err != nil {

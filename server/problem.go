@@ -37,13 +37,13 @@ func writeProblem(w http.ResponseWriter, err error) {
 }
 
 func asProblem(err error) *problem {
-	var p *problem
-	var mb *http.MaxBytesError
-	switch {
-	case errors.As(err, &p):
+	if p, ok := errors.AsType[*problem](err); ok {
 		return p
-	case errors.As(err, &mb):
+	}
+	if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return problemf(http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", mb.Limit)
+	}
+	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return problemf(http.StatusNotFound, "%v", err)
 	case errors.Is(err, runner.ErrInput):
@@ -84,11 +84,10 @@ func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.UseNumber()
 	err := dec.Decode(v)
-	var mb *http.MaxBytesError
-	switch {
-	case err == nil || errors.Is(err, io.EOF):
+	if err == nil || errors.Is(err, io.EOF) {
 		return nil
-	case errors.As(err, &mb):
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return err
 	}
 	return problemf(http.StatusUnprocessableEntity, "the request body is not valid JSON for this endpoint: %v", err)

@@ -92,9 +92,9 @@ func runExec(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "runner: retention: %v\n", perr)
 		}
 	}
-	var ee *exitError
+	_, exit := errors.AsType[*exitError](err)
 	switch {
-	case errors.As(err, &ee):
+	case exit:
 		return err
 	case errors.Is(err, runner.ErrInput), errors.Is(err, runner.ErrThreadBusy):
 		return usageErr(err)
@@ -289,8 +289,7 @@ func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error)
 		return nil, err
 	}
 	g, err := compileNamed(checker, proj, opt, name)
-	var ds dsl.Diagnostics
-	if errors.As(err, &ds) { // rendered as validate renders its diagnostics
+	if ds, ok := errors.AsType[dsl.Diagnostics](err); ok { // rendered as validate renders its diagnostics
 		_ = dsl.WriteReport(cmd.ErrOrStderr(), ds, dsl.FormatText, sources(proj.Docs))
 		return nil, usageErr(fmt.Errorf("%s cannot run like this", name))
 	}

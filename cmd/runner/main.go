@@ -45,11 +45,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = root.Execute()
 		stopProfile()
 	}
-	var ee *exitError
+	ee, exit := errors.AsType[*exitError](err)
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &ee):
+	case exit:
 		if ee.err != nil {
 			fmt.Fprintln(stderr, "runner:", ee.err)
 		}

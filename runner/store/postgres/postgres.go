@@ -113,9 +113,8 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	res := s.group.Do(write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release}})
-	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(res.Err, &pgErr) && pgErr.Code == "23505": // unique_violation
+	case uniqueViolation(res.Err):
 	case res.Err != nil:
 		return res.Err
 	case res.N == 1:
@@ -146,16 +145,21 @@ func (s *pgStore) retryPut(ctx context.Context, cp *store.Checkpoint) error {
 	return nil
 }
 
+// uniqueViolation reports whether err is PostgreSQL's unique_violation.
+func uniqueViolation(err error) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && pgErr.Code == "23505"
+}
+
 // lostConn reports whether err is the loss of the connection or of its
 // backend (terminated, server restarting), after which a statement is
 // worth one more try on another connection of the pool.
 func lostConn(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
 		return strings.HasPrefix(pgErr.Code, "57P") // operator intervention
 	}
-	var netErr net.Error
-	return pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+	_, netErr := errors.AsType[net.Error](err)
+	return pgconn.SafeToRetry(err) || netErr ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 

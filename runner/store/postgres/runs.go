@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -239,9 +238,9 @@ func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, thread *sto
 		args = append(args, thread.ID, thread.Tenant, blob(thread.Metadata), thread.CreatedAt.UnixNano(), thread.UpdatedAt.UnixNano())
 	}
 	tag, err := s.pool.Exec(ctx, query, args...)
-	var pgErr *pgconn.PgError
+	taken := uniqueViolation(err) // meanwhile
 	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation: taken meanwhile
+	case taken:
 	case err != nil:
 		return nil, false, err
 	case tag.RowsAffected() == 1:
@@ -260,7 +259,7 @@ func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, thread *sto
 			return nil, false, err
 		}
 	}
-	if thread != nil && pgErr == nil {
+	if thread != nil && !taken {
 		return nil, false, store.ConflictRecord("thread", thread.ID)
 	}
 	return nil, false, store.ConflictRecord("run", r.ID)
