@@ -397,6 +397,7 @@ func TestTemplate(t *testing.T) {
 		{"escape", "literal $${x} and $5 and ${ state.step_count + 1 }", "literal ${x} and $5 and 4", Expr},
 		{"braces and strings", `${ {"a": "}"}["a"] } ${state.completed_steps}`, `} ["a","b"]`, CEL},
 		{"no expressions", "plain text", "plain text", Expr},
+		{"objects as encoding/json writes them", `${ {"b": [1.5, nil], "a": "<x>"} }`, `{"a":"\u003cx\u003e","b":[1.5,null]}`, Expr},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
