@@ -291,7 +291,8 @@ func (l *plannerLLM) ask(ctx context.Context, in *runner.Input, vars map[string]
 		return nil, "", err
 	case runner.TimedOut(callCtx):
 		return nil, fmt.Sprintf("llm timed out after %s", l.timeout), nil
-	case isProviderError(err):
+	}
+	if _, ok := errors.AsType[*runner.ProviderError](err); ok {
 		return nil, "llm call failed: " + err.Error(), nil
 	}
 	return nil, "llm answer invalid: " + err.Error(), nil
@@ -350,14 +351,14 @@ func decisionOf(v any) map[string]any {
 // than fall back: a budget exceeded, an interrupt, or the node's own
 // context ended (a cancelled run, a node or run timeout).
 func mustPropagate(ctx context.Context, err error) bool {
-	_, spent := errors.AsType[*runner.BudgetError](err)
+	if ctx.Err() != nil {
+		return true
+	}
+	if _, spent := errors.AsType[*runner.BudgetError](err); spent {
+		return true
+	}
 	_, paused := errors.AsType[*runner.Interrupt](err)
-	return ctx.Err() != nil || spent || paused
-}
-
-func isProviderError(err error) bool {
-	_, ok := errors.AsType[*runner.ProviderError](err)
-	return ok
+	return paused
 }
 
 // toInt reads a JSON-like integer (nil is 0).

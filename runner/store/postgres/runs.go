@@ -238,7 +238,7 @@ func (s *pgStore) createRun(ctx context.Context, r *store.RunRecord, thread *sto
 		args = append(args, thread.ID, thread.Tenant, blob(thread.Metadata), thread.CreatedAt.UnixNano(), thread.UpdatedAt.UnixNano())
 	}
 	tag, err := s.pool.Exec(ctx, query, args...)
-	taken := uniqueViolation(err) // meanwhile
+	taken := uniqueViolation(err) // the run's ID, its key or the thread's ID, by another request
 	switch {
 	case taken:
 	case err != nil:
