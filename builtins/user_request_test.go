@@ -218,7 +218,7 @@ func TestUserRequestRules(t *testing.T) {
 	}
 }
 
-// TestUserRequestScript runs the README's demo: the shipped script, an SDK
+// TestUserRequestScript runs the demo of docs/workloads.md: the shipped script, an SDK
 // request that pauses for the local Choregraph run, a refused resume and
 // the one that finishes it.
 func TestUserRequestScript(t *testing.T) {

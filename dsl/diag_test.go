@@ -141,15 +141,15 @@ func TestDiagnosticCodes(t *testing.T) {
 	t.Logf("the invalid corpus uses %d of %d codes", len(used), len(dsl.Codes))
 }
 
-// TestCodesDocumented: the README's table lists every code.
+// TestCodesDocumented: the language reference's table lists every code.
 func TestCodesDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/language.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range dsl.Codes {
 		if !strings.Contains(string(readme), "| `"+c.Code+"` |") {
-			t.Errorf("README.md does not list code %s", c.Code)
+			t.Errorf("docs/language.md does not list code %s", c.Code)
 		}
 	}
 }

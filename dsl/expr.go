@@ -281,7 +281,7 @@ func (c *compilation) unknownName(off int, name string) {
 	}
 	if strings.HasPrefix(strings.TrimLeft(c.text[min(off+len(name), len(c.text)):], " "), "(") {
 		c.errorAt(off, CodeExprUnknownName, "unknown function %q", name).Hint = hintOr(c.functionHint(name),
-			"see the functions of the language in the README's Expressions section")
+			"see the functions of the language in docs/language.md, Expressions")
 		return
 	}
 	quote := `'`

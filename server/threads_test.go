@@ -281,7 +281,7 @@ func TestRunTimedOut(t *testing.T) {
 // TestServerNamesInTimeOrder: the ids the server gives threads and runs
 // are UUIDv7, each after the one before, so their rows and index entries
 // go to the newest pages of the store (a client's random ids scatter
-// them: README, Performance).
+// them: docs/performance.md).
 func TestServerNamesInTimeOrder(t *testing.T) {
 	e := newEnv(t)
 	var threads, runs []string

@@ -20,7 +20,7 @@ import (
 	"github.com/runner-dev/runner/runner/store/stores"
 )
 
-// Exit codes of exec (the README's table lists them with the other
+// Exit codes of exec (docs/cli.md's table lists them with the other
 // commands').
 const (
 	exitCompleted = 0
@@ -43,7 +43,7 @@ pipeline's output) as JSON on stdout.
 Exit status: 0 completed, 1 failed or cancelled, 2 usage or definition
 error, 3 paused waiting for input (resume with --resume THREAD --value
 JSON), 4 timed out (resumable with --resume THREAD). See "Exit codes" in
-the README.`,
+docs/cli.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runExec,
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestSeedsServed runs every reference workload through `runner serve`
-// as its README example runs it through exec: a run to its end or to its
+// as docs/workloads.md runs it through exec: a run to its end or to its
 // interrupt, then, for those that pause, a resume to the end. Routing is
 // covered row by row by each seed's Tests; this shows that the served
 // runtime is the same.
