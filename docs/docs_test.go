@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -196,4 +197,40 @@ func validate(t *testing.T, paths []string) dsl.Diagnostics {
 		}
 	}
 	return errs
+}
+
+// TestNamedTestsExist: a test or benchmark a page names beside a claim
+// exists, so the claim still rests on it.
+func TestNamedTestsExist(t *testing.T) {
+	defined := map[string]bool{}
+	funcRE := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark)[A-Z]\w*)\(`)
+	err := filepath.WalkDir(root, func(name string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (e.Name() == "node_modules" || e.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			src, err := os.ReadFile(name)
+			for _, m := range funcRE.FindAllSubmatch(src, -1) {
+				defined[string(m[1])] = true
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	namedRE := regexp.MustCompile("`((?:Test|Benchmark)[A-Z]\\w*)[`/]")
+	for _, p := range readPages(t) {
+		for i, l := range p.lines {
+			for _, m := range namedRE.FindAllStringSubmatch(l, -1) {
+				if !defined[m[1]] {
+					t.Errorf("%s:%d: no test or benchmark is named %s", p.path, i+1, m[1])
+				}
+			}
+		}
+	}
 }
