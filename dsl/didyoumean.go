@@ -1,57 +1,9 @@
 package dsl
 
-import "strings"
+import "github.com/runner-dev/runner/internal/suggest"
 
-// maxSuggestLen bounds the names suggest compares (edit distance is quadratic).
-const maxSuggestLen = 64
-
-// suggest returns the candidate closest to name, or "" when none is close
-// enough to be a likely typo.
-func suggest(name string, candidates []string) string {
-	if len(name) > maxSuggestLen {
-		return ""
-	}
-	best, bestDist := "", len(name)/3+2
-	for _, c := range candidates {
-		if len(c) > maxSuggestLen {
-			continue
-		}
-		d := levenshtein(strings.ToLower(name), strings.ToLower(c))
-		if d < bestDist || (d == bestDist && best != "" && c < best) {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" || levenshtein(name, best) > len(best)/2+1 {
-		return ""
-	}
-	return best
-}
-
-// didYouMean formats a hint for suggest's answer, or "" when there is none.
-func didYouMean(name string, candidates []string) string {
-	if s := suggest(name, candidates); s != "" {
-		return `did you mean "` + s + `"?`
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+// suggestName and didYouMean are the project's one did-you-mean.
+var (
+	suggestName = suggest.Closest
+	didYouMean  = suggest.DidYouMean
+)

@@ -312,7 +312,7 @@ var functionAliases = map[Lang]map[string]string{
 func (c *compilation) functionHint(name string) string {
 	aliases := functionAliases[c.src.Lang]
 	candidates := append(slices.Collect(maps.Keys(aliases)), functionNames[c.src.Lang]...)
-	s := suggest(name, candidates)
+	s := suggestName(name, candidates)
 	if alt, ok := aliases[s]; ok {
 		s = alt
 	}
