@@ -296,6 +296,7 @@ func typeOf(n *yaml.Node) *Type {
 	if enum := mapGet(n, "enum"); enum != nil {
 		t.Enum, _ = runner.NormalizeJSON(toJSON(enum)).([]any)
 	}
+	t.Format = scalarValue(mapGet(n, "format"))
 	return t
 }
 

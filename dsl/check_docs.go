@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -289,13 +290,20 @@ func (k *check) test(d *Document) {
 }
 
 // testInput reads a Test's input and checks it as a run of p checks it,
-// reporting each field that does not fit at its own line:col.
+// reporting each field that does not fit at its own line:col, and a
+// required field missing at the input (at the Test's target without one).
 func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
 	n := d.Get("input")
-	if n == nil || k.bad(n) {
+	if k.bad(n) {
 		return nil
 	}
-	input, problems := p.checkInput(runner.NormalizeJSON(toJSON(n)))
+	var v any
+	if n == nil {
+		n = cmp.Or(mapKey(d.Root, "agent"), mapKey(d.Root, "pipeline"))
+	} else {
+		v = runner.NormalizeJSON(toJSON(n))
+	}
+	input, problems := p.checkInput(v)
 	for _, pr := range problems {
 		k.diags.Errorf(d.Pos(pr.node(n)), CodeInputType, "%s", pr.Text()).Hint = pr.Hint
 	}

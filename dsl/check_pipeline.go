@@ -162,7 +162,36 @@ func (pc *pipelineCheck) inputFields() {
 		case !sameType(in, st):
 			pc.diags.Errorf(pc.d.Pos(mapGet(v, "type")), CodeInputField, "input field %q is %s, but state field %q is %s", key.Value, in, key.Value, st)
 		}
+		if !pc.bad(v) {
+			pc.inputContract(key.Value, v)
+		}
 	})
+}
+
+// inputContract reads whether the input field name (declared at v) is
+// required, and its default, which must fit its declaration.
+func (pc *pipelineCheck) inputContract(name string, v *yaml.Node) {
+	req, def := mapGet(v, "required"), mapGet(v, "default")
+	if scalarValue(req) == "true" {
+		pc.p.InputRequired = append(pc.p.InputRequired, name)
+		if def != nil {
+			pc.diags.Errorf(pc.d.Pos(def), CodeInputField, "input field %q is required, so its default is never used", name).Hint =
+				"drop the default, or drop required: true"
+		}
+		return
+	}
+	if def == nil {
+		return
+	}
+	c := &conformance{}
+	val, _ := c.conform(runner.NormalizeJSON(toJSON(def)), pc.p.Input.Fields[name], []any{name})
+	for _, pr := range c.problems {
+		pc.diags.Errorf(pc.d.Pos(def), CodeInputField, "the default does not fit: %s", pr.Text())
+	}
+	if pc.p.InputDefaults == nil {
+		pc.p.InputDefaults = map[string]any{}
+	}
+	pc.p.InputDefaults[name] = val
 }
 
 // scalarValues returns the values of the scalar nodes among ns.

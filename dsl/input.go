@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/mail"
+	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -31,8 +35,12 @@ type InputProblem struct {
 	// when set, what to do.
 	Message string
 	Hint    string
-	unknown bool // the field is not accepted (not: its value does not fit)
+	unknown bool  // the field is not accepted (not: its value does not fit)
+	missing *Type // the type of a required field the input lacks
 }
+
+// keyed reports whether the problem is the field itself, not its value.
+func (p InputProblem) keyed() bool { return p.unknown || p.missing != nil }
 
 // Field renders the problem's path: messages[0].role.
 func (p InputProblem) Field() string {
@@ -56,7 +64,7 @@ func (p InputProblem) Text() string {
 	if len(p.Path) == 0 {
 		return "input: " + p.Message
 	}
-	if p.unknown {
+	if p.keyed() {
 		return fmt.Sprintf("input field %q %s", p.Field(), p.Message)
 	}
 	return fmt.Sprintf("input field %q: %s", p.Field(), p.Message)
@@ -71,13 +79,14 @@ func (p InputProblem) String() string {
 
 // node returns the YAML node of the problem in an input mapping n: the
 // key of a field that is not accepted, else the value; the innermost
-// node found when the path leaves the document.
+// node found when the path leaves the document (a missing field's
+// mapping).
 func (p InputProblem) node(n *yaml.Node) *yaml.Node {
 	for i, seg := range p.Path {
 		var next *yaml.Node
 		switch seg := seg.(type) {
 		case string:
-			if i == len(p.Path)-1 && p.unknown {
+			if i == len(p.Path)-1 && p.keyed() {
 				next = mapKey(n, seg)
 			} else {
 				next = mapGet(n, seg)
@@ -108,10 +117,12 @@ func (e *InputError) Unwrap() error { return runner.ErrInput }
 
 // CheckInput checks a run input against the pipeline and returns it
 // normalised: integers as int64 (an integral number is accepted for an
-// integer). A pipeline that declares `input:` accepts only those fields,
-// each of its declared type and of its state field's type; one without an
-// `input:` declaration accepts any state field of the field's type. The
-// error is an *InputError naming every field that does not fit.
+// integer), the declared defaults of the fields it leaves out filled in.
+// A pipeline that declares `input:` accepts only those fields, each of its
+// declared type (enum, format) and of its state field's type, and needs
+// its required fields; one without an `input:` declaration accepts any
+// state field of the field's type. The error is an *InputError naming
+// every field that does not fit or is missing.
 func (p *Pipeline) CheckInput(input map[string]any) (map[string]any, error) {
 	out, problems := p.checkInput(runner.NormalizeJSON(input))
 	if len(problems) > 0 {
@@ -126,7 +137,7 @@ func (p *Pipeline) DeclaresInput() bool { return p.Input != nil && p.Input.Field
 // checkInput is CheckInput on a normalised value.
 func (p *Pipeline) checkInput(v any) (map[string]any, []InputProblem) {
 	if v == nil {
-		return nil, nil
+		v = map[string]any{}
 	}
 	input, ok := v.(map[string]any)
 	if !ok {
@@ -153,7 +164,60 @@ func (p *Pipeline) checkInput(v any) (map[string]any, []InputProblem) {
 		problems = append(problems, c.problems...)
 		out[name] = val
 	}
-	return out, problems
+	return out, append(problems, p.fillInput(out)...)
+}
+
+// fillInput adds the declared defaults of the fields input leaves out,
+// and returns a problem for each required field it lacks.
+func (p *Pipeline) fillInput(input map[string]any) []InputProblem {
+	var problems []InputProblem
+	for _, name := range p.InputRequired {
+		if _, ok := input[name]; !ok {
+			t := p.Input.Fields[name]
+			problems = append(problems, InputProblem{Path: []any{name}, missing: t,
+				Message: "is required", Hint: fmt.Sprintf("give it a %s value", t)})
+		}
+	}
+	for name, def := range p.InputDefaults {
+		if _, ok := input[name]; !ok {
+			input[name] = runner.CloneJSON(def)
+		}
+	}
+	return problems
+}
+
+// Missing returns the required fields the input lacks, each with a
+// placeholder of its type (its first enum value, else the type's zero
+// value), for a hint to complete.
+func (e *InputError) Missing() map[string]any {
+	out := map[string]any{}
+	for _, pr := range e.Problems {
+		if t := pr.missing; t != nil {
+			out[pr.Field()] = placeholder(t)
+		}
+	}
+	return out
+}
+
+// placeholder is an example value of t: its first enum value, else its
+// kind's zero value.
+func placeholder(t *Type) any {
+	if len(t.Enum) > 0 {
+		return t.Enum[0]
+	}
+	switch t.Kind {
+	case String:
+		return ""
+	case Integer, Number:
+		return 0
+	case Boolean:
+		return false
+	case Array:
+		return []any{}
+	case Object:
+		return map[string]any{}
+	}
+	return nil
 }
 
 // acceptedFields is the hint for an unknown input field.
@@ -197,6 +261,9 @@ func (c *conformance) conform(v any, t *Type, path []any) (any, bool) {
 	}
 	if len(t.Enum) > 0 && !enumHas(t.Enum, v) {
 		c.fail(path, "must be one of %s, got %s", enumList(t.Enum), jsonText(v))
+	}
+	if s, ok := v.(string); ok && t.Format != "" && !formatOK(t.Format, s) {
+		c.fail(path, "must be %s, got %s", formats[t.Format].what, jsonText(v))
 	}
 	return v, changed
 }
@@ -307,4 +374,25 @@ func jsonText(v any) string {
 		s = s[:37] + "..."
 	}
 	return s
+}
+
+// formats are the string formats an input field can declare.
+var formats = map[string]struct {
+	what string // how a message names it
+	ok   func(string) bool
+}{
+	"date-time": {"an RFC 3339 date-time (2025-01-31T09:30:00Z)", func(s string) bool { _, err := time.Parse(time.RFC3339, s); return err == nil }},
+	"date":      {"a date (2025-01-31)", func(s string) bool { _, err := time.Parse(time.DateOnly, s); return err == nil }},
+	"email":     {"an email address (ada@example.com)", func(s string) bool { a, err := mail.ParseAddress(s); return err == nil && a.Address == s }},
+	"uri":       {"an absolute URI (https://example.com/x)", func(s string) bool { u, err := url.Parse(s); return err == nil && u.Scheme != "" }},
+	"uuid":      {"a UUID (01890a5d-ac96-774b-bcce-b302099a8057)", uuidPattern.MatchString},
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// formatOK reports whether s has the format (an unknown format, which
+// the schema refuses, accepts any string).
+func formatOK(format, s string) bool {
+	f, ok := formats[format]
+	return !ok || f.ok(s)
 }

@@ -42,6 +42,25 @@ state:
 start: a
 nodes:
   a: {type: noop, next: END}
+---
+apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: contract}
+input:
+  id: {type: string, required: true, format: uuid}
+  level: {type: string, enum: [low, high], required: true}
+  note: {type: string, default: none}
+  at: {type: string, format: date-time}
+  site: {type: string, format: uri}
+state:
+  id: {type: string, default: ""}
+  level: {type: string, default: low}
+  note: {type: string, default: ""}
+  at: {type: string, default: ""}
+  site: {type: string, default: ""}
+start: a
+nodes:
+  a: {type: noop, next: END}
 `
 
 func inputProject(t *testing.T) *dsl.Project {
@@ -88,6 +107,17 @@ func TestCheckInput(t *testing.T) {
 		{"state type without a declaration", "undeclared", map[string]any{"note": 3}, nil, []string{`input field "note": expected string, got integer`}},
 		{"not a state field", "undeclared", map[string]any{"nope": 3}, nil,
 			[]string{`input field "nope" is not a state field of pipeline undeclared; did you mean "note"?`}},
+		{"required and defaults", "contract", map[string]any{"id": "01890a5d-ac96-774b-bcce-b302099a8057", "level": "high"},
+			map[string]any{"id": "01890a5d-ac96-774b-bcce-b302099a8057", "level": "high", "note": "none"}, nil},
+		{"a default is not forced", "contract", map[string]any{"id": "01890a5d-ac96-774b-bcce-b302099a8057", "level": "low", "note": "mine"},
+			map[string]any{"id": "01890a5d-ac96-774b-bcce-b302099a8057", "level": "low", "note": "mine"}, nil},
+		{"required missing", "contract", nil, nil, []string{
+			`input field "id" is required; give it a string value`,
+			`input field "level" is required; give it a string value`}},
+		{"formats", "contract", map[string]any{"id": "123", "level": "low", "at": "2025-01-31 09:30", "site": "example.com"}, nil, []string{
+			`input field "at": must be an RFC 3339 date-time (2025-01-31T09:30:00Z), got "2025-01-31 09:30"`,
+			`input field "id": must be a UUID (01890a5d-ac96-774b-bcce-b302099a8057), got "123"`,
+			`input field "site": must be an absolute URI (https://example.com/x), got "example.com"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,5 +170,15 @@ func TestCompiledInputCheck(t *testing.T) {
 	res, err := (&runner.Engine{}).Run(t.Context(), g, "t", map[string]any{"n": 4.0})
 	if err != nil || res.State["n"] != int64(4) {
 		t.Errorf("got %v, %v; want the state's n as int64(4)", res, err)
+	}
+}
+
+// TestInputMissing: an input that lacks required fields names each with
+// a placeholder of its type, for a hint to complete.
+func TestInputMissing(t *testing.T) {
+	_, err := inputProject(t).Pipelines["contract"].CheckInput(map[string]any{"note": "x"})
+	ie, ok := errors.AsType[*dsl.InputError](err)
+	if want := map[string]any{"id": "", "level": "low"}; !ok || !reflect.DeepEqual(ie.Missing(), want) {
+		t.Errorf("Missing() of %v, want %v", err, want)
 	}
 }

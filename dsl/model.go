@@ -190,6 +190,10 @@ type Pipeline struct {
 	// agent that has a model.
 	AgentModel    *Node
 	ownAgentModel *Node // of this pipeline's own nodes
+	// InputRequired lists the declared input fields every new run must
+	// carry; InputDefaults holds the values of those a run may leave out.
+	InputRequired []string
+	InputDefaults map[string]any
 }
 
 // Node returns the node called name, or nil.

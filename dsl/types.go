@@ -31,6 +31,9 @@ type Type struct {
 	// Enum, when set, lists the values allowed (run inputs are checked
 	// against it).
 	Enum []any
+	// Format, when set, is the format a string run input must have
+	// (date-time, date, email, uri, uuid).
+	Format string
 }
 
 // Common types.

@@ -97,7 +97,7 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 	if err := r.staticInterrupts(opt); err != nil {
 		return nil, err
 	}
-	input, err := checkInput(g, input)
+	input, err := g.Admit(input)
 	if err != nil {
 		return nil, err
 	}
@@ -270,8 +270,10 @@ func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
 	return r
 }
 
-// checkInput normalises the input and checks it with the graph's check.
-func checkInput(g *Graph, input map[string]any) (map[string]any, error) {
+// Admit checks a new run's input as Run does, before any thread exists:
+// normalised, then checked by the graph's CheckInput. It returns the input
+// the run starts with; the error wraps ErrInput.
+func (g *Graph) Admit(input map[string]any) (map[string]any, error) {
 	input = normalizeObject(input)
 	if g.CheckInput == nil {
 		return input, nil

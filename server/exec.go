@@ -54,6 +54,9 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 	if ts != nil {
 		p.from = ts.Checkpoint
 	}
+	if err == nil && mode == modeRun { // a new turn's input must fit: a 422 before it starts
+		_, err = g.Admit(q.input)
+	}
 	return p, err
 }
 

@@ -12,7 +12,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runner-dev/runner/builtins/testrun"
+	"github.com/runner-dev/runner/internal/suggest"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -218,7 +222,12 @@ func (s *Server) graph(id string) (string, *runner.Graph, error) {
 	}
 	g := s.cfg.Graphs[name]
 	if g == nil {
-		return "", nil, problemf(http.StatusNotFound, "no assistant %q", id)
+		names := slices.Sorted(maps.Keys(s.cfg.Graphs))
+		hint := suggest.DidYouMean(id, names)
+		if hint != "" {
+			hint += " "
+		}
+		return "", nil, problemf(http.StatusNotFound, "no assistant %q; %sthe assistants are: %s", id, hint, strings.Join(names, ", "))
 	}
 	return name, g, nil
 }
