@@ -37,15 +37,26 @@ func newExec() *cobra.Command {
 		Use:   "exec NAME|PATH",
 		Short: "Run an agent or a pipeline once",
 		Long: `Exec runs the agent or pipeline NAME (or the one a file or directory
-defines), checkpointing every step, and prints the final state (or the
-pipeline's output) as JSON on stdout.
+defines), checkpointing every step. Its input is checked first: a missing
+or misfit field is refused before any thread exists.
 
-Exit status: 0 completed, 1 failed or cancelled, 2 usage or definition
-error, 3 paused waiting for input (resume with --resume THREAD --value
-JSON), 4 timed out (resumable with --resume THREAD). See "Exit codes" in
-docs/cli.md.`,
-		Args: cobra.ExactArgs(1),
-		RunE: runExec,
+Stdout carries one JSON document. By default it is the pipeline's declared
+output (else its final state), printed only when the run completes; on a
+pause or a failure stdout stays empty and stderr says why and what to run
+next. With --output json it is {status, thread, output, interrupt, error,
+usage, next} on every exit.
+
+Exit status: 0 completed, 1 failed or cancelled, 2 refused (usage,
+definitions or input: nothing ran), 3 paused waiting for input (resume
+with --resume THREAD --value JSON), 4 timed out (resumable with --resume
+THREAD). See "Exit codes" in docs/cli.md.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 { // refused here, so that --output json reports it
+				return finishExec(cmd, nil, usageErr(fmt.Errorf("exec runs one agent or pipeline: give its NAME or PATH (got %d arguments)", len(args))))
+			}
+			res, err := execTarget(cmd, args[0])
+			return finishExec(cmd, res, err)
+		},
 	}
 	f := cmd.Flags()
 	f.String("input", "", "run input as JSON, or @FILE")
@@ -54,66 +65,65 @@ docs/cli.md.`,
 	f.String("resume", "", "resume THREAD from its newest checkpoint")
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")
-	f.Bool("events", false, "print every event as a JSON line on stdout")
+	f.String("output", outputValue, `what stdout carries: "value" (the declared output, on success only) or "json" ({status, thread, output, interrupt, error, usage, next} on every exit)`)
+	f.Bool("events", false, "print every event as a JSON line on stdout (instead of --output)")
+	f.BoolP("verbose", "v", false, "print each node's progress on stderr even when it is not a terminal")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	f.String("tenant", "", "the tenant a new thread runs for: its rule sets apply")
 	f.String("durability", "", "when a step's checkpoint reaches the store: sync, async or exit (default: the pipeline's durability, else sync)")
 	f.StringSlice("interrupt-before", nil, "pause before these nodes (replaces the pipeline's interrupt_before for this run)")
 	f.StringSlice("interrupt-after", nil, "pause after these nodes (replaces the pipeline's interrupt_after for this run)")
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return finishExec(cmd, nil, usageErr(err)) })
 	return cmd
 }
 
-func runExec(cmd *cobra.Command, args []string) error {
+// execTarget compiles and runs (or resumes) the target; an error that
+// refuses the run is an *exitError of code 2.
+func execTarget(cmd *cobra.Command, arg string) (*runner.Result, error) {
+	if out, _ := cmd.Flags().GetString("output"); out != outputValue && out != outputJSON {
+		return nil, usageErr(fmt.Errorf("unknown --output %q: use value or json", out))
+	}
 	cfg, err := loadConfig(cmd)
 	if err != nil {
-		return usageErr(err)
+		return nil, usageErr(err)
 	}
-	target, err := compileTarget(cmd, cfg, args[0])
+	target, err := compileTarget(cmd, cfg, arg)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	durability, _ := cmd.Flags().GetString("durability")
+	if err := runner.CheckDurability(durability); err != nil {
+		return nil, usageErr(err)
+	}
+	input, err := runInput(cmd, target)
+	if err != nil {
+		return nil, err
 	}
 	storeDSN, _ := cmd.Flags().GetString("store")
 	st, err := stores.Open(storeDSN)
 	if err != nil {
-		return usageErr(err)
+		return nil, usageErr(err)
 	}
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tenant, _ := cmd.Flags().GetString("tenant")
-	durability, _ := cmd.Flags().GetString("durability")
-	if err := runner.CheckDurability(durability); err != nil {
-		return usageErr(err)
-	}
 	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL, Durability: durability}
-	res, err := execute(ctx, cmd, e, target)
+	res, err := execute(ctx, cmd, e, target, input)
 	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
 		if _, perr := e.Prune(context.WithoutCancel(ctx), target.graph, res.Thread, cfg.Retention); perr != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "runner: retention: %v\n", perr)
 		}
 	}
-	_, exit := errors.AsType[*exitError](err)
-	switch {
-	case exit:
-		return err
-	case errors.Is(err, runner.ErrInput), errors.Is(err, runner.ErrThreadBusy):
-		return usageErr(err)
-	case err != nil:
-		return &exitError{code: exitFailed, err: err}
-	}
-	return report(cmd, res)
+	return res, err
 }
 
-// execute starts or resumes the thread.
-func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *target) (*runner.Result, error) {
+// runInput is the input of a new run (nil with --resume), checked before
+// anything is opened or named: a refused run leaves nothing behind.
+func runInput(cmd *cobra.Command, t *target) (map[string]any, error) {
 	f := cmd.Flags()
-	if thread, _ := f.GetString("resume"); thread != "" {
-		value, err := jsonFlag(cmd, "value")
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		force, _ := f.GetBool("force")
-		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: runOptions(cmd)})
+	if f.Changed("resume") {
+		return nil, nil
 	}
 	if f.Changed("value") || f.Changed("force") {
 		return nil, usageErr(errors.New("--value and --force go with --resume THREAD"))
@@ -125,6 +135,21 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 	input, ok := in.(map[string]any)
 	if in != nil && !ok {
 		return nil, usageErr(errors.New("--input must be a JSON object"))
+	}
+	_, err = t.graph.Admit(input)
+	return input, err
+}
+
+// execute resumes the thread of --resume, or starts a run with input.
+func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *target, input map[string]any) (*runner.Result, error) {
+	f := cmd.Flags()
+	if thread, _ := f.GetString("resume"); thread != "" {
+		value, err := jsonFlag(cmd, "value")
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		force, _ := f.GetBool("force")
+		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: runOptions(cmd)})
 	}
 	thread, _ := f.GetString("thread")
 	if thread == "" {
@@ -148,76 +173,6 @@ func runOptions(cmd *cobra.Command) runner.RunOptions {
 		opt.InterruptAfter = append([]string{}, opt.InterruptAfter...)
 	}
 	return opt
-}
-
-// retries describes the structured retries among a run's LLM calls.
-func retries(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (%d structured retries)", n)
-}
-
-// report prints the result and turns its status into the exit code.
-func report(cmd *cobra.Command, res *runner.Result) error {
-	out := any(res.State)
-	if res.Output != nil {
-		out = res.Output
-	}
-	if events, _ := cmd.Flags().GetBool("events"); !events {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(out)
-	}
-	w := cmd.ErrOrStderr()
-	if u := res.Usage; u.LLMCalls > 0 {
-		fmt.Fprintf(w, "usage: %d LLM calls%s, %d tokens (%d in, %d cached, %d out), $%.4f; %d tool calls\n",
-			u.LLMCalls, retries(u.StructuredRetries), u.Tokens(), u.InputTokens, u.CachedInputTokens, u.OutputTokens, u.CostUSD, u.ToolCalls)
-	}
-	switch res.Status {
-	case runner.StatusCompleted:
-		return nil
-	case runner.StatusInterrupted:
-		if len(res.Interrupt.Pending) > 0 {
-			reportSeveral(cmd, res)
-			return &exitError{code: exitPaused}
-		}
-		fmt.Fprintf(w, "paused at %s (%s): %s\n", res.Interrupt.Node, res.Interrupt.Kind, res.Interrupt.Message)
-		value := "<json>"
-		if res.Interrupt.Rule != "" { // an approval gate
-			fmt.Fprintf(w, "rule %s holds %s\n", res.Interrupt.Rule, gatedCalls(res.Interrupt))
-			value = `{"approved": true}` // or false with a message, or LangChain's decisions
-		}
-		fmt.Fprintf(w, "resume with: %s --value '%s'\n", resumeCommand(cmd, res.Thread), value)
-		if res.Interrupt.ResumeSchema != nil {
-			schema, _ := json.Marshal(res.Interrupt.ResumeSchema)
-			fmt.Fprintf(w, "  the value must satisfy: %s\n", schema)
-		}
-		if res.Interrupt.Rule != "" {
-			fmt.Fprintln(w, `  (to reject: --value '{"approved": false, "message": "why"}')`)
-		}
-		return &exitError{code: exitPaused}
-	case runner.StatusCancelled:
-		fmt.Fprintf(w, "cancelled; resume with: %s\n", resumeCommand(cmd, res.Thread))
-		return &exitError{code: exitFailed}
-	case runner.StatusTimedOut:
-		fmt.Fprintf(w, "timed out; resume with: %s\n", resumeCommand(cmd, res.Thread))
-		return &exitError{code: exitTimedOut, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
-	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("%s: %s", res.Error.Code, res.Error.Message)}
-}
-
-// reportSeveral prints the interrupts a run waits on at once, each with
-// its ID, and how to answer one of them or all.
-func reportSeveral(cmd *cobra.Command, res *runner.Result) {
-	w := cmd.ErrOrStderr()
-	fmt.Fprintf(w, "paused at %s: %d interrupts wait for input\n", res.Interrupt.Node, len(res.Interrupt.Pending))
-	for _, it := range res.Interrupt.Pending {
-		fmt.Fprintf(w, "  %s  %s (%s): %s\n", it.ID, it.Node, it.Kind, it.Message)
-	}
-	fmt.Fprintf(w, "resume one with: %s --value '{\"%s\": <json>}'\n", resumeCommand(cmd, res.Thread), res.Interrupt.Pending[0].ID)
-	fmt.Fprintln(w, "  (a value that is not keyed by interrupt IDs answers them all)")
 }
 
 // jsonFlag reads a flag holding JSON or @FILE; empty is nil.
@@ -320,31 +275,7 @@ func compileNamed(checker *dsl.Checker, proj *dsl.Project, opt dsl.CompileOption
 	if opt.Agent != nil {
 		pipeline = opt.Agent.Pipeline
 	} else if proj.Pipelines[name] == nil {
-		return nil, fmt.Errorf("no agent or pipeline named %q", name)
+		return nil, unknownTarget(proj, name)
 	}
 	return checker.Compile(proj, pipeline, opt)
-}
-
-// resumeCommand is the command that resumes thread, with the flags that
-// must stay the same (store, script).
-func resumeCommand(cmd *cobra.Command, thread string) string {
-	c := "runner exec " + cmd.Flags().Arg(0) + " --resume " + thread
-	for _, name := range []string{"store", "script"} {
-		if f := cmd.Flags().Lookup(name); f.Changed {
-			c += " --" + name + " " + f.Value.String()
-		}
-	}
-	return c
-}
-
-// gatedCalls lists the calls an approval gate holds: name(args).
-func gatedCalls(intr *runner.Interrupt) string {
-	acts, _ := intr.Payload["action_requests"].([]any)
-	var out []string
-	for _, a := range acts {
-		act, _ := a.(map[string]any)
-		args, _ := json.Marshal(act["args"])
-		out = append(out, fmt.Sprintf("%v(%s)", act["name"], args))
-	}
-	return strings.Join(out, ", ")
 }

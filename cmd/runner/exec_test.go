@@ -116,14 +116,25 @@ func TestExecUsageErrors(t *testing.T) {
 			`input field "step_count" is not declared in the input of pipeline fraud_investigation; accepted: max_steps, transaction_id`},
 		{"wrong type", []string{"exec", "--store", "memory:", "fraud_investigator", "--input", `{"transaction_id": 5, "max_steps": 1.5}`},
 			`input field "max_steps": expected integer, got number 1.5; input field "transaction_id": expected string, got integer`},
+		{"required input", []string{"exec", "fraud_investigator"},
+			"input field \"transaction_id\" is required; give it a string value\nrun it with: runner exec fraud_investigator --input '{\"transaction_id\":\"\"}'\n"},
+		{"required input, others given", []string{"exec", "ops_actions", "--input", `{"auto_execute": true}`, "--store", "sqlite:x.db"},
+			"input field \"user_input\" is required; give it a string value\nrun it with: runner exec ops_actions --input '{\"auto_execute\":true,\"user_input\":\"\"}' --store sqlite:x.db\n"},
+		{"did you mean", []string{"exec", "--store", "memory:", "fraud_investigatr"},
+			`no agent or pipeline named "fraud_investigatr"; did you mean "fraud_investigator"?` + "\n  agents: elyra, fraud_investigator, ops_assistant, rule_32, rule_37, user_request\n  pipelines: elyra, fraud_investigation"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, errOut := runCLI(t, c.args...)
-			if code != 2 || !strings.Contains(errOut, c.want) {
-				t.Errorf("exit %d, stderr %q, want 2 and %q", code, errOut, c.want)
+			code, out, errOut := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(errOut, c.want) || out != "" || strings.Contains(errOut, "thread ") || strings.Contains(errOut, "reflect") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing on stdout, no thread, and %q", code, out, errOut, c.want)
 			}
 		})
+	}
+	for _, store := range []string{".runner/state.db", "x.db"} {
+		if _, err := os.Stat(store); err == nil {
+			t.Errorf("a refused run created its store %s", store)
+		}
 	}
 }
 
@@ -149,13 +160,13 @@ func TestExecConversation(t *testing.T) {
 			t.Fatalf("turn %d: exit %d\n%s%s", i+1, code, out, errOut)
 		}
 	}
-	code, out, errOut := runCLI(t, say("Add the 3H well")...)
+	code, out, errOut := runCLI(t, append(say("Add the 3H well"), "--output", "json")...)
 	if code != 3 || !strings.Contains(errOut, "create_entity") {
 		t.Fatalf("turn 3: exit %d, want 3 (the gate): %s", code, errOut)
 	}
-	var paused map[string]any // the declared output, not the raw state
-	if json.Unmarshal([]byte(out), &paused) != nil || paused["status"] != "running" || paused["messages"] != nil {
-		t.Errorf("a paused run prints %s, want the pipeline's declared output", out)
+	var paused struct{ Output map[string]any } // the declared output, not the raw state
+	if json.Unmarshal([]byte(out), &paused) != nil || paused.Output["status"] != "running" || paused.Output["messages"] != nil {
+		t.Errorf("a paused run reports %s, want the pipeline's declared output", out)
 	}
 	code, _, errOut = runCLI(t, say("hello?")...)
 	if code != 2 || !strings.Contains(errOut, "--resume conv") {
@@ -324,8 +335,8 @@ func TestPruneAndDelete(t *testing.T) {
 func TestExecTimedOut(t *testing.T) {
 	t.Setenv("RUNNER_PATHS", "testdata/timeout.yaml")
 	dir := t.TempDir()
-	code, out, errOut := runCLI(t, execArgs(dir, "slow", "--script", "testdata/timeout_script.yaml", "--thread", "s")...)
-	if code != exitTimedOut || !strings.Contains(errOut, "timed out; resume with: runner exec slow --resume s") ||
+	code, out, errOut := runCLI(t, execArgs(dir, "slow", "--script", "testdata/timeout_script.yaml", "--thread", "s", "--output", "json")...)
+	if code != exitTimedOut || !strings.Contains(errOut, "resume with: runner exec slow --resume s --store sqlite:") ||
 		!strings.Contains(out, `"status": "TIMED_OUT"`) || !strings.Contains(out, `"error": "timeout at ask"`) {
 		t.Fatalf("exit %d, want %d\n%s%s", code, exitTimedOut, out, errOut)
 	}

@@ -47,7 +47,7 @@ func runGraph(cmd *cobra.Command, args []string) error {
 		p = proj.Pipelines[a.Pipeline]
 	}
 	if p == nil {
-		return usageErr(fmt.Errorf("no pipeline or agent named %q", name))
+		return usageErr(unknownTarget(proj, name))
 	}
 	if format == "dot" {
 		writeDot(cmd.OutOrStdout(), p)

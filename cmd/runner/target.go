@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/internal/suggest"
 )
 
 // resolveTarget reads the NAME argument of exec and graph. A name is an
@@ -66,4 +68,23 @@ func within(path string, paths []string) bool {
 		}
 	}
 	return false
+}
+
+// unknownTarget is the error for a name that is no agent and no pipeline
+// of proj: the likely one meant, and the names there are.
+func unknownTarget(proj *dsl.Project, name string) error {
+	agents, pipelines := slices.Sorted(maps.Keys(proj.Agents)), slices.Sorted(maps.Keys(proj.Pipelines))
+	msg := fmt.Sprintf("no agent or pipeline named %q", name)
+	if hint := suggest.DidYouMean(name, append(slices.Clone(agents), pipelines...)); hint != "" {
+		msg += "; " + hint
+	}
+	return fmt.Errorf("%s\n  agents: %s\n  pipelines: %s", msg, listOrNone(agents), listOrNone(pipelines))
+}
+
+// listOrNone joins names, or says there are none.
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
 }
