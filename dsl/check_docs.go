@@ -3,10 +3,13 @@ package dsl
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runner-dev/runner/runner"
@@ -140,9 +143,53 @@ func (k *check) jsonSchema(d *Document, n *yaml.Node) map[string]any {
 		return doc
 	}
 	if err := k.compileJSONSchema(doc); err != nil {
-		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
+		k.jsonSchemaError(d, n, err)
 	}
 	return doc
+}
+
+// jsonSchemaError reports why the JSON Schema at n does not compile: each
+// place the metaschema refuses, at that place, in the words of the
+// document checks; any other error at the schema.
+func (k *check) jsonSchemaError(d *Document, n *yaml.Node, err error) {
+	var ve *jsonschema.ValidationError
+	if sve, ok := errors.AsType[*jsonschema.SchemaValidationError](err); ok {
+		ve, _ = sve.Err.(*jsonschema.ValidationError)
+	}
+	if ve == nil {
+		k.diags.Errorf(d.Pos(n), CodeSchemaJSONSchema, "not a valid JSON Schema: %v", err)
+		return
+	}
+	from := len(k.diags)
+	where := pathTo(d.Root, n)
+	for _, leaf := range k.schemas.leaves(ve) {
+		at := *leaf // the error is kept for the next schema of the same text
+		at.InstanceLocation = append(slices.Clip(where), leaf.InstanceLocation...)
+		k.schemas.report(d, &at, &k.diags)
+	}
+	for i := from; i < len(k.diags); i++ {
+		k.diags[i].Code, k.diags[i].Message = CodeSchemaJSONSchema, "not a valid JSON Schema: "+k.diags[i].Message
+	}
+}
+
+// pathTo returns the location of n under root, as JSON instance tokens.
+func pathTo(root, n *yaml.Node) []string {
+	if root == n {
+		return []string{}
+	}
+	for i, c := range root.Content {
+		if root.Kind == yaml.MappingNode && i%2 == 0 {
+			continue
+		}
+		if p := pathTo(c, n); p != nil {
+			tok := strconv.Itoa(i)
+			if root.Kind == yaml.MappingNode {
+				tok = root.Content[i-1].Value
+			}
+			return append([]string{tok}, p...)
+		}
+	}
+	return nil
 }
 
 // compileJSONSchema compiles doc as the runtime compiles it and returns

@@ -270,6 +270,13 @@ func (c *compilation) spanTo(off, n int) {
 	}
 }
 
+// singleEquals reports a single "=" at off, in either language an
+// assignment-looking typo of the comparison "==".
+func (c *compilation) singleEquals(off int) {
+	c.errorAt(off, CodeExprSyntax, `unexpected "=": a comparison is written ==`).Hint = `did you mean "=="?`
+	c.spanTo(off, 1)
+}
+
 // unknownName reports an identifier that is not a variable. A name that
 // is no variable's near miss is most often a string left unquoted
 // (state.status == COMPLETED).

@@ -112,6 +112,10 @@ func (c *compilation) celIssues(iss *cel.Issues, reported map[int64]bool, code s
 			continue
 		}
 		off := lineColToByte(c.text, e.Location.Line(), e.Location.Column())
+		if strings.HasPrefix(e.Message, "Syntax error: token recognition error at: '=") {
+			c.singleEquals(off)
+			return // what follows in CEL's list stems from it
+		}
 		if name, ok := strings.CutPrefix(e.Message, "undeclared reference to '"); ok {
 			c.unknownName(off, name[:max(strings.IndexByte(name, '\''), 0)])
 			continue

@@ -144,6 +144,10 @@ func (c *compilation) exprError(err error, code string) {
 		c.errorAt(off, code, "string not terminated: the quote here has no closing %c", c.text[off]).Hint = "close the string, or escape a quote inside it with \\"
 		return
 	}
+	if fe.Message == `unexpected token Operator("=")` {
+		c.singleEquals(off)
+		return
+	}
 	if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok {
 		c.unknownName(off, name)
 		return

@@ -12,7 +12,9 @@ import (
 // and a node whose routes are all conditional is warned about. What the
 // schema refused is left out: a start: that is not a name leaves
 // reachability unknown, a node whose routes are refused (opaque) may lead
-// anywhere, and a limits: with an error may bound any cycle.
+// anywhere, a misspelt route target leads where its did-you-mean says (the
+// node it meant is not unreachable too), and a limits: with an error may
+// bound any cycle.
 func (pc *pipelineCheck) graph() {
 	p := pc.p
 	names := append(nodeNames(p), End)
@@ -23,12 +25,18 @@ func (pc *pipelineCheck) graph() {
 		startKnown = false
 	}
 	ends := []string{End} // unknown targets count as ends: they are reported once
+	meant := map[string]string{}
 	for _, n := range p.Nodes {
 		if n.opaque {
 			ends = append(ends, n.Name)
 			continue
 		}
-		ends = append(ends, pc.targets(n, names)...)
+		for _, u := range pc.targets(n, names) {
+			ends = append(ends, u)
+			if s := suggestName(u, names); s != "" {
+				meant[u] = s
+			}
+		}
 	}
 	roots := append([]string{p.Start}, pc.pipelineRefs(names)...)
 	var reach map[string]bool
@@ -37,7 +45,13 @@ func (pc *pipelineCheck) graph() {
 			if n := p.Node(name); n != nil && n.opaque {
 				return names
 			}
-			return successors(p, name)
+			out := successors(p, name)
+			for i, s := range out {
+				if m, ok := meant[s]; ok {
+					out[i] = m
+				}
+			}
+			return out
 		})
 	}
 	toEnd := reachable(p, ends, predecessors(p))

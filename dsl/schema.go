@@ -320,22 +320,42 @@ func (s *schemaSet) leaves(e *jsonschema.ValidationError) []*jsonschema.Validati
 
 // deepest returns the cause whose errors lie deepest in the value, or nil
 // when all of them fail at the same place (the value has the wrong shape).
+// Of causes that fail equally deep, the one branch that only misses the
+// allowed values, if there is one, is the one meant (`type: strin` is a
+// misspelt type name, not a list of them).
 func deepest(causes []*jsonschema.ValidationError) *jsonschema.ValidationError {
-	var best *jsonschema.ValidationError
-	bestDepth, tie := -1, false
+	var best []*jsonschema.ValidationError
+	bestDepth := -1
 	for _, c := range causes {
-		d := depth(c)
-		switch {
+		switch d := depth(c); {
 		case d > bestDepth:
-			best, bestDepth, tie = c, d, false
+			best, bestDepth = []*jsonschema.ValidationError{c}, d
 		case d == bestDepth:
-			tie = true
+			best = append(best, c)
 		}
 	}
-	if tie || bestDepth <= len(causes[0].InstanceLocation) && isShapeError(best) {
+	if fits := slices.DeleteFunc(slices.Clone(best), func(e *jsonschema.ValidationError) bool { return !valuesOnly(e) }); len(fits) == 1 {
+		return fits[0]
+	}
+	if len(best) > 1 || bestDepth <= len(causes[0].InstanceLocation) && isShapeError(best[0]) {
 		return nil
 	}
-	return best
+	return best[0]
+}
+
+// valuesOnly reports whether every error under e is a value that is not
+// one of those allowed.
+func valuesOnly(e *jsonschema.ValidationError) bool {
+	if len(e.Causes) == 0 {
+		_, ok := e.ErrorKind.(*kind.Enum)
+		return ok
+	}
+	for _, c := range e.Causes {
+		if !valuesOnly(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func depth(e *jsonschema.ValidationError) int {
@@ -379,7 +399,7 @@ func (s *schemaSet) report(d *Document, e *jsonschema.ValidationError, diags *Di
 		}
 	case *kind.Required:
 		for _, p := range k.Missing {
-			diags.Errorf(d.Pos(n), CodeSchemaMissingField, "missing required field %q%s", p, where)
+			diags.Errorf(d.Pos(keyOf(d.Root, e.InstanceLocation, n)), CodeSchemaMissingField, "missing required field %q%s", p, where)
 		}
 	case *kind.Type:
 		diags.Errorf(d.Pos(n), CodeSchemaType, "expected %s%s, got %s", yamlTypes(k.Want), where, describe(n))
@@ -449,6 +469,19 @@ func at(loc []string) string {
 		return ""
 	}
 	return " in " + strings.Join(loc, ".")
+}
+
+// keyOf returns the key that names the value n at loc, where a field
+// missing from n is reported: the node's name, not its first field; n
+// itself when no key names it (a list item, the document).
+func keyOf(root *yaml.Node, loc []string, n *yaml.Node) *yaml.Node {
+	if len(loc) == 0 {
+		return n
+	}
+	if k := mapKey(walk(root, loc[:len(loc)-1]), loc[len(loc)-1]); k != nil {
+		return k
+	}
+	return n
 }
 
 // walk follows a JSON instance location down the YAML tree.
