@@ -1,7 +1,9 @@
 package dsl
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -43,12 +45,28 @@ func buildExprEnv(e *Env) *exprEnv {
 	}
 	vars[budgetVar] = types.Any
 	ee := &exprEnv{vars: vars, conf: *conf.CreateNew()}
+	maps.Copy(ee.conf.Functions, jsonFunctions)
 	ee.conf.WithEnv(vars)
 	ee.conf.MaxNodes = ExprMaxNodes
 	// The optimizer specializes on declared types (int sets for `in`),
 	// which breaks on JSON numbers; expressions are small, so it is off.
 	ee.conf.Optimize = false
 	return ee
+}
+
+// jsonFunctions replace expr's toJSON, which indents, with one that
+// writes JSON compactly, as a tool call's arguments or a log line want it;
+// toPrettyJSON indents by two spaces. Both write what encoding/json
+// writes: keys sorted, HTML escaped.
+var jsonFunctions = map[string]*builtin.Function{
+	"toJSON": {Name: "toJSON", Func: func(args ...any) (any, error) {
+		b, err := json.Marshal(args[0])
+		return string(b), err
+	}, Types: []reflect.Type{reflect.TypeFor[func(any) string]()}},
+	"toPrettyJSON": {Name: "toPrettyJSON", Func: func(args ...any) (any, error) {
+		b, err := json.MarshalIndent(args[0], "", "  ")
+		return string(b), err
+	}, Types: []reflect.Type{reflect.TypeFor[func(any) string]()}},
 }
 
 // exprType maps a declared type to an expr type. Closed objects are
@@ -106,8 +124,9 @@ func (c *compilation) compileExpr() evaluator {
 	}
 	c.checkResult(exprKind(tree.Node.Nature()), 0)
 	c.exprUnbounded(tree.Node)
+	findLast := patchFindLast(&tree.Node)
 	equality := patchEquality(&tree.Node)
-	if patchMembers(&tree.Node) || equality {
+	if patchMembers(&tree.Node) || equality || findLast {
 		if _, err := checker.Check(tree, &cfg); err != nil {
 			c.exprError(err, CodeExprType)
 			return nil
@@ -176,9 +195,9 @@ func openQuote(text string) int {
 	return -1
 }
 
-// exprFunctionNames are expr's builtin functions.
+// exprFunctionNames are expr's builtin functions, and the one we add.
 func exprFunctionNames() []string {
-	names := make([]string, 0, len(builtin.Builtins))
+	names := []string{"toPrettyJSON"}
 	for _, f := range builtin.Builtins {
 		if !strings.HasPrefix(f.Name, "$") {
 			names = append(names, f.Name)

@@ -172,6 +172,7 @@ func TestCompileOK(t *testing.T) {
 }
 
 func TestEval(t *testing.T) {
+	abc := []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c"}}
 	state := func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i < len(kv); i += 2 {
@@ -231,6 +232,23 @@ func TestEval(t *testing.T) {
 			map[Lang]any{Expr: false}},
 		{"map against nil", `state.review == nil`, state("review", map[string]any{"id": int64(0)}),
 			map[Lang]any{Expr: false}},
+		{"toJSON is compact", `toJSON({"b": [1, 2], "a": "<x>"})`, state(),
+			map[Lang]any{Expr: `{"a":"\u003cx\u003e","b":[1,2]}`}},
+		{"toPrettyJSON indents", `toPrettyJSON({"a": [1]})`, state(),
+			map[Lang]any{Expr: "{\n  \"a\": [\n    1\n  ]\n}"}},
+		// expr-lang/expr#950: findLast and findLastIndex after another operand
+		{"findLast after an operand", `"x" + findLast(state.items, .name != "c").name`, state("items", abc),
+			map[Lang]any{Expr: "xb"}},
+		{"findLast none", `[1, findLast(state.items, .name == "z")]`, state("items", abc),
+			map[Lang]any{Expr: []any{int64(1), nil}}},
+		{"findLast in a map", `{"r": findLast(state.items, .name < "c").name}`, state("items", abc),
+			map[Lang]any{Expr: map[string]any{"r": "b"}}},
+		{"findLastIndex after an operand", `10 + findLastIndex(state.items, .name != "c")`, state("items", abc),
+			map[Lang]any{Expr: int64(11)}},
+		{"findLastIndex none", `[findLastIndex(state.items, .name == "z"), findLastIndex([], true)]`, state("items", abc),
+			map[Lang]any{Expr: []any{nil, nil}}},
+		{"findLastIndex last", `findLastIndex(state.items, true) + findLastIndex(state.items, .name == "a")`, state("items", abc),
+			map[Lang]any{Expr: int64(2)}},
 	}
 	for _, tt := range tests {
 		for lang, want := range tt.want {
