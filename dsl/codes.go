@@ -77,7 +77,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeFileEmpty, "a file with no document (warning)"},
 	{CodeYAMLSyntax, "invalid YAML, tabs in indentation"},
 	{CodeYAMLDupKey, "a key given twice in one mapping"},
-	{CodeYAMLAlias, "anchors, aliases and merge keys"},
+	{CodeYAMLAlias, "an alias or merge key that cannot be expanded: a cycle, a merge of a value that is not a mapping, an expansion past the bound"},
 	{CodeYAMLTag, "a YAML tag such as !include"},
 	{CodeYAMLDocument, "a document that is not a mapping"},
 	{CodeSchemaUnknownField, "a field the kind does not have"},

@@ -152,7 +152,7 @@ func newDocument(file string, src []byte, n *yaml.Node, diags *Diagnostics) *Doc
 		return nil // an empty document between --- separators
 	}
 	root := n.Content[0]
-	if checkNodes(file, root, diags) > 0 {
+	if !expandAliases(file, root, diags) || checkNodes(file, root, diags) > 0 {
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
@@ -165,14 +165,10 @@ func newDocument(file string, src []byte, n *yaml.Node, diags *Diagnostics) *Doc
 	return d
 }
 
-// checkNodes reports duplicate keys and anchors/aliases under n and returns
-// how many problems it found.
+// checkNodes reports duplicate keys and tags under n, whose aliases are
+// expanded, and returns how many problems it found.
 func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 	count := 0
-	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		diags.Errorf(posOf(file, n), CodeYAMLAlias, "anchors and aliases (&, *) are not supported; write the value out, or move shared parts into a Skill, Tool or RuleSet and refer to it by name")
-		return 1
-	}
 	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
 		diags.Errorf(posOf(file, n), CodeYAMLTag, "YAML tag %s is not supported: runner reads plain YAML; write the value out (a document cannot include another file: list both in paths)", n.Tag)
 		return 1
@@ -181,10 +177,6 @@ func checkNodes(file string, n *yaml.Node, diags *Diagnostics) int {
 		keys := newKeySet(len(n.Content) / 2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if k.Value == "<<" && k.Tag == "!!merge" {
-				diags.Errorf(posOf(file, k), CodeYAMLAlias, "merge keys (<<) are not supported; write the fields out")
-				count++
-			}
 			if prev := keys.add(n.Content, i); prev != nil && k.Kind == yaml.ScalarNode {
 				diags.Errorf(posOf(file, k), CodeYAMLDupKey, "duplicate key %q (first defined at line %d)", k.Value, prev.Line)
 				count++
