@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+
+	"github.com/google/uuid"
 )
 
 // Reducer merges a node's update of a field into its current value.
@@ -125,14 +129,12 @@ func Merge(old, update any) (any, error) {
 // Messages appends chat messages. A message whose "id" matches an existing
 // one replaces it, and {"type": "remove", "id": ...} removes it; a tool
 // message must answer a tool call of an earlier assistant message that no
-// other tool message answered yet.
+// other tool message answered yet. A message without an id is stored with
+// the one messageIDs gives it.
 func Messages(old, update any) (any, error) {
 	msgs, _ := old.([]any)
 	out := slices.Clip(msgs)
-	adds, ok := update.([]any)
-	if !ok {
-		adds = []any{update}
-	}
+	adds, _ := messageIDs(msgs, update)
 	for _, m := range adds {
 		msg, ok := m.(map[string]any)
 		if !ok {
@@ -157,6 +159,81 @@ func Messages(old, update any) (any, error) {
 		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// messageNS is the namespace of the ids messageIDs gives.
+var messageNS = uuid.MustParse("6f1d2c3b-8a4e-5f70-9b1c-2d3e4f5a6b7c")
+
+// messageIDs returns the messages of update (a list, or one message) for
+// a field that holds msgs, those without an id given one, and whether it
+// gave any. The id of the j-th of them is a UUID (version 5) of the last
+// message's id in msgs, the length of msgs, j and the message itself: the
+// same run gives the same ids (a scripted Test is reproducible, a replay
+// of a thread's writes rebuilds its state), and no two messages a field
+// holds at once share one — a message added after the last one stays
+// after it while both are kept.
+func messageIDs(msgs []any, update any) ([]any, bool) {
+	adds, ok := update.([]any)
+	if !ok {
+		adds = []any{update}
+	}
+	var out []any
+	j := 0
+	for i, m := range adds {
+		msg, ok := m.(map[string]any)
+		if !ok || idOf(msg) != "" {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(adds)
+		}
+		last := ""
+		if len(msgs) > 0 {
+			last = idOf(msgs[len(msgs)-1])
+		}
+		body, _ := json.Marshal(msg)
+		withID := maps.Clone(msg)
+		withID["id"] = uuid.NewSHA1(messageNS, fmt.Appendf(nil, "%s/%d/%d/%s", last, len(msgs), j, body)).String()
+		out[i], j = withID, j+1
+	}
+	if out == nil {
+		return adds, false
+	}
+	return out, true
+}
+
+// idOf returns a message's id, "" when it has none.
+func idOf(m any) string {
+	mm, _ := m.(map[string]any)
+	id, _ := mm["id"].(string)
+	return id
+}
+
+// messagesPC identifies the Messages reducer.
+var messagesPC = reflect.ValueOf(Messages).Pointer()
+
+// withMessageIDs gives the messages of upd that have none the ids the
+// Messages reducer would give them, so that the update a step records and
+// streams holds the messages as the state keeps them. upd is not changed.
+func withMessageIDs(g *Graph, state State, upd Update) Update {
+	var out Update
+	for k, v := range upd {
+		f, ok := g.Fields[k]
+		if !ok || f.Reducer == nil || reflect.ValueOf(f.Reducer).Pointer() != messagesPC {
+			continue
+		}
+		msgs, _ := state[k].([]any)
+		if withIDs, gave := messageIDs(msgs, v); gave {
+			if out == nil {
+				out = maps.Clone(upd)
+			}
+			out[k] = withIDs
+		}
+	}
+	if out == nil {
+		return upd
+	}
+	return out
 }
 
 func indexByID(msgs []any, id any) int {

@@ -14,6 +14,9 @@ func TestReducers(t *testing.T) {
 		return map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": id}}}
 	}
 	reply := func(id string) map[string]any { return map[string]any{"role": "tool", "tool_call_id": id} }
+	replyWithID := func(id string) map[string]any {
+		return map[string]any{"id": "tool-" + id, "role": "tool", "tool_call_id": id}
+	}
 	cases := []struct {
 		name      string
 		r         runner.Reducer
@@ -35,7 +38,7 @@ func TestReducers(t *testing.T) {
 		{"readonly refuses an update", runner.Readonly, map[string]any{"a": 1}, map[string]any{"a": 2}, nil, "readonly"},
 		{"readonly refuses the same value", runner.Readonly, "x", "x", nil, "readonly"},
 		{"readonly refuses a first write", runner.Readonly, nil, "x", nil, "readonly"},
-		{"messages pair", runner.Messages, []any{call("c1")}, reply("c1"), []any{call("c1"), reply("c1")}, ""},
+		{"messages pair", runner.Messages, []any{call("c1")}, replyWithID("c1"), []any{call("c1"), replyWithID("c1")}, ""},
 		{"messages unknown call", runner.Messages, []any{call("c1")}, reply("c2"), nil, "unknown tool call c2"},
 		{"messages answered twice", runner.Messages, []any{call("c1"), reply("c1")}, reply("c1"), nil, "answered twice"},
 		{"messages replace by id", runner.Messages,
@@ -55,6 +58,65 @@ func TestReducers(t *testing.T) {
 				t.Fatalf("got %v, %v; want %v", got, err, c.want)
 			}
 		})
+	}
+}
+
+// TestMessageIDs: the messages reducer keeps a message's id and gives one
+// to a message that has none, the same for the same run, and never the
+// same to two messages a field holds.
+func TestMessageIDs(t *testing.T) {
+	hi := map[string]any{"role": "user", "content": "hi"}
+	first, err := runner.Messages(nil, []any{hi, hi, map[string]any{"id": "mine", "role": "user", "content": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := runner.Messages(nil, []any{hi, hi, map[string]any{"id": "mine", "role": "user", "content": "x"}})
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("ids differ between two runs of the same update:\n%v\n%v", first, again)
+	}
+	more, _ := runner.Messages(first, hi)
+	ids := map[string]bool{}
+	for _, m := range more.([]any) {
+		id, _ := m.(map[string]any)["id"].(string)
+		if id == "" || ids[id] {
+			t.Fatalf("message %v: id missing or repeated in %v", m, more)
+		}
+		ids[id] = true
+	}
+	if !ids["mine"] {
+		t.Errorf("the given id was not kept: %v", more)
+	}
+	if _, ok := hi["id"]; ok {
+		t.Errorf("the update's message was changed: %v", hi)
+	}
+}
+
+// TestMessageIDsInUpdates: a step's recorded and streamed update holds the
+// ids its messages are stored with, and a state rebuilt from the store
+// has them too.
+func TestMessageIDsInUpdates(t *testing.T) {
+	say := fn(func(context.Context, *runner.Input) (runner.Update, error) {
+		return runner.Update{"messages": map[string]any{"role": "assistant", "content": "hello"}}, nil
+	})
+	g := &runner.Graph{Name: "ids", Start: "say", Hash: "h", Fields: map[string]runner.Field{"messages": {Reducer: runner.Messages}},
+		Nodes: map[string]*runner.Step{"say": {Name: "say", Node: say, Routes: []runner.Route{{To: runner.End}}}}}
+	var streamed any
+	e := &runner.Engine{Store: newStore(t), Sink: func(ev runner.Event) {
+		if ev.Type == runner.EventNodeEnd {
+			streamed = ev.Data.(map[string]any)["update"].(runner.Update)["messages"]
+		}
+	}}
+	res, err := e.Run(context.Background(), g, "t", map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := res.State["messages"].([]any)
+	if len(stored) != 2 || !reflect.DeepEqual(streamed, stored[1:]) {
+		t.Fatalf("streamed %v, stored %v; want the stored message streamed", streamed, stored)
+	}
+	ts, err := e.State(context.Background(), g, "t", 0)
+	if err != nil || !reflect.DeepEqual(ts.State["messages"], stored) {
+		t.Fatalf("rebuilt %v, %v; want %v", ts.State["messages"], err, stored)
 	}
 }
 

@@ -190,6 +190,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	if r.lists == nil {
 		r.lists = lists{}
 	}
+	upd = withMessageIDs(r.Graph, *state, upd)
 	merged, err := mergeGrowing(r.Graph, *state, upd, r.lists)
 	if err != nil {
 		return "", &RunError{Code: "node_error", Node: cur, Message: fmt.Sprintf("node %s: %v", cur, err)}
