@@ -195,21 +195,43 @@ func jsonFlag(cmd *cobra.Command, name string) (any, error) {
 	return v, nil
 }
 
-// progress returns the event sink: JSON lines with --events, per-node
-// lines on a terminal's stderr, else nothing.
+// progress returns the event sink: JSON lines with --events; else, on a
+// terminal's stderr, each node as it starts, completed with its duration
+// and route when it ends; with --verbose, the completed lines anywhere;
+// else nothing.
 func progress(cmd *cobra.Command) runner.Sink {
 	if events, _ := cmd.Flags().GetBool("events"); events {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		return func(ev runner.Event) { _ = enc.Encode(ev) }
 	}
-	if !isTerminal(cmd.ErrOrStderr()) {
+	w := cmd.ErrOrStderr()
+	tty := isTerminal(w)
+	if verbose, _ := cmd.Flags().GetBool("verbose"); !tty && !verbose {
 		return nil
 	}
-	w := cmd.ErrOrStderr()
+	started := "" // the node whose start line waits for its end
 	return func(ev runner.Event) {
-		if ev.Type == runner.EventNodeEnd && !strings.Contains(ev.Thread, "/") {
+		if strings.Contains(ev.Thread, "/") { // a child thread's
+			return
+		}
+		switch ev.Type {
+		case runner.EventNodeStart:
+			if tty {
+				fmt.Fprintf(w, "  %-20s …", ev.Node)
+				started = ev.Node
+			}
+		case runner.EventNodeEnd:
+			if started != "" {
+				fmt.Fprint(w, "\r")
+			}
 			d, _ := ev.Data.(map[string]any)
 			fmt.Fprintf(w, "  %-20s %5dms → %v\n", ev.Node, d["duration_ms"], d["next"])
+			started = ""
+		case runner.EventInterrupt, runner.EventError, runner.EventDone:
+			if started != "" {
+				fmt.Fprintf(w, " %s\n", map[string]string{runner.EventInterrupt: "paused", runner.EventError: "failed"}[ev.Type])
+				started = ""
+			}
 		}
 	}
 }

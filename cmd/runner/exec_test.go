@@ -367,3 +367,49 @@ func TestExecStaticInterrupts(t *testing.T) {
 		t.Fatalf("unknown node: exit %d, want %d: %s", code, exitUsage, errOut)
 	}
 }
+
+// TestThreadsListings: threads list and history take --format json and
+// --limit; an empty or missing store has no threads yet, not an error.
+func TestThreadsListings(t *testing.T) {
+	defs, _ := filepath.Abs("testdata/contract.yaml")
+	t.Setenv("RUNNER_PATHS", defs)
+	t.Chdir(t.TempDir())
+	code, out, errOut := runCLI(t, "threads", "list")
+	if code != 0 || out != "" || !strings.HasPrefix(errOut, "no threads yet: store sqlite:.runner/state.db does not exist") {
+		t.Errorf("list before any run: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "threads", "list", "--format", "json"); code != 0 || out != "[]\n" {
+		t.Errorf("list --format json before any run: exit %d %q, want []", code, out)
+	}
+	if _, err := os.Stat(".runner"); err == nil {
+		t.Errorf("threads list created the store's directory")
+	}
+	for _, th := range []string{"a", "b", "c"} {
+		if code, _, errOut := runCLI(t, "exec", "contract", "--thread", th, "--input", `{"mode": "done"}`); code != 0 {
+			t.Fatalf("exec: exit %d %s", code, errOut)
+		}
+	}
+	_, out, _ = runCLI(t, "threads", "list", "--limit", "2")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "THREAD") {
+		t.Errorf("list --limit 2:\n%s", out)
+	}
+	_, out, _ = runCLI(t, "threads", "list", "--format", "json")
+	var threads []struct{ ID, Pipeline, Status string }
+	if err := json.Unmarshal([]byte(out), &threads); err != nil || len(threads) != 3 || threads[0].Pipeline != "contract" || threads[0].Status != "completed" {
+		t.Errorf("list --format json: %v\n%s", err, out)
+	}
+	_, out, _ = runCLI(t, "threads", "history", "a", "--format", "json", "--limit", "2")
+	var hist []struct {
+		ID           int64
+		Node, Status string
+	}
+	if err := json.Unmarshal([]byte(out), &hist); err != nil || len(hist) != 2 || hist[0].ID != 2 || hist[0].Status != "completed" || hist[0].Node != "route" {
+		t.Errorf("history --format json --limit 2: %v\n%s", err, out)
+	}
+	if code, _, errOut := runCLI(t, "threads", "history", "a", "--format", "yaml"); code != 2 || !strings.Contains(errOut, `unknown --format "yaml": use text or json`) {
+		t.Errorf("history --format yaml: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "threads", "delete", "a"); code != 0 {
+		t.Fatalf("delete: %s", errOut)
+	}
+}

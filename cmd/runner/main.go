@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,6 +27,9 @@ func (e *exitError) Error() string {
 	}
 	return e.err.Error()
 }
+
+// Unwrap returns the error that set the exit code.
+func (e *exitError) Unwrap() error { return e.err }
 
 // usageErr wraps an error as a usage/IO failure (exit 2).
 func usageErr(err error) error { return &exitError{code: 2, err: err} }
@@ -68,6 +72,13 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.Flags().Bool("version", false, "print the version") // no -v: -v is --verbose wherever a command has it
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if strings.Contains(err.Error(), "'v' in -v") {
+			err = fmt.Errorf("%w: -v is --verbose (runner exec -v, runner test -v); the version is runner --version", err)
+		}
+		return usageErr(err)
+	})
 	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
 	root.AddCommand(newValidate(), newGraph(), newExec(), newThreads(), newTest(), newServe())
 	return root

@@ -174,7 +174,11 @@ func TestNewcomerMistakes(t *testing.T) {
 		want string
 	}{
 		{"version", []string{"--version"}, 0, "runner version"},
-		{"threads on a mistyped store", []string{"threads", "list", "--store", "sqlite:" + missing}, 2, "no such file"},
+		{"-v is not the version", []string{"-v"}, 2, "-v is --verbose (runner exec -v, runner test -v); the version is runner --version"},
+		{"-v is verbose", []string{"exec", "-v", "--store", "memory:", "counter"}, 0, "  bump  "},
+		{"threads on a mistyped store", []string{"threads", "list", "--store", "sqlite:" + missing}, 0,
+			"no threads yet: store sqlite:" + missing + " does not exist (runner exec creates it; if the runs used another, give it with --store)"},
+		{"a thread of a mistyped store", []string{"threads", "show", "t1", "--store", "sqlite:" + missing}, 1, "no threads yet: store sqlite:"},
 		{"a test filter that matches nothing", []string{"test", "--run", "zzz", "testdata/failing_test.yaml"}, 2, `no Test name contains "zzz"`},
 		{"--value without --resume", []string{"exec", "--store", "memory:", "counter", "--value", "{}"}, 2, "go with --resume"},
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -52,6 +54,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.String("log-format", "json", "log format: json (one JSON object a line) or text")
 	f.String("metrics-addr", "", "serve GET /metrics on this address only, not on --addr (keep it off public networks either way)")
 	f.Duration("heartbeat", 5*time.Second, "keep-alive interval: a quiet stream's comment, a newline before a long runs/wait or join answer")
+	f.Bool("explain", false, "say which agents and pipelines would be served, and why the others would not, then exit")
 	return cmd
 }
 
@@ -65,9 +68,21 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	graphs, err := compileAll(cmd, cfg, checker, proj)
+	graphs, unserved, err := compileAll(cmd, cfg, checker, proj)
 	if err != nil {
 		return err
+	}
+	if explain, _ := cmd.Flags().GetBool("explain"); explain {
+		explainServed(cmd.OutOrStdout(), graphs, unserved)
+		return nil
+	}
+	if len(graphs) == 0 {
+		explainServed(cmd.ErrOrStderr(), graphs, unserved)
+		return usageErr(errors.New("no agent or pipeline can be served"))
+	}
+	if len(unserved) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runner: serve: %d of %d agents and pipelines are not served (%s); why: %s\n",
+			len(unserved), len(unserved)+len(graphs), strings.Join(slices.Sorted(maps.Keys(unserved)), ", "), explainCommand(cmd))
 	}
 	keys, err := apiKeys(cmd, cfg)
 	if err != nil {
@@ -133,9 +148,9 @@ func shutdownTracing(cmd *cobra.Command, tp interface{ Shutdown(context.Context)
 // serveMetrics serves GET /metrics on a listener of its own; the returned
 // function closes it.
 func serveMetrics(cmd *cobra.Command, addr string, h http.Handler) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenOn(addr, "--metrics-addr")
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr: %w", err)
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
@@ -145,12 +160,25 @@ func serveMetrics(cmd *cobra.Command, addr string, h http.Handler) (func(), erro
 	return func() { _ = hs.Close() }, nil
 }
 
+// listenOn listens on addr, the value of flag; an address in use is
+// refused with the flag that picks another.
+func listenOn(addr, flag string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: the address is already in use (another runner serve?): stop what listens there, or pick another address with %s 127.0.0.1:0 (any free port)", flag, addr, flag)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return ln, nil
+}
+
 // listen serves srv until ctx ends, then shuts down: no new connections
 // or runs, running runs get the grace period to end before they are
 // cancelled (each stops at its node, resumable).
 func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) error {
 	addr, _ := cmd.Flags().GetString("addr")
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenOn(addr, "--addr")
 	if err != nil {
 		return usageErr(err)
 	}
@@ -182,38 +210,48 @@ func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) 
 }
 
 // compileAll compiles every agent and pipeline of proj; one that cannot
-// compile (a model without its API key, say) is left out with a warning.
-func compileAll(cmd *cobra.Command, cfg *Config, checker *dsl.Checker, proj *dsl.Project) (map[string]*runner.Graph, error) {
+// compile (a model without its API key, say) is left out, with the reason
+// in unserved.
+func compileAll(cmd *cobra.Command, cfg *Config, checker *dsl.Checker, proj *dsl.Project) (graphs map[string]*runner.Graph, unserved map[string]error, err error) {
 	opt, err := compileOptions(cmd, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var names []string
-	for name := range proj.Agents {
-		names = append(names, name)
-	}
-	for name := range proj.Pipelines {
-		names = append(names, name)
-	}
+	graphs, unserved = map[string]*runner.Graph{}, map[string]error{}
+	names := slices.Concat(slices.Collect(maps.Keys(proj.Agents)), slices.Collect(maps.Keys(proj.Pipelines)))
 	slices.Sort(names)
-	graphs := map[string]*runner.Graph{}
 	for _, name := range slices.Compact(names) {
 		g, err := compileNamed(checker, proj, opt, name)
 		if err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "runner: serve: %s is not served: %s\n", name, firstLine(err))
+			unserved[name] = err
 			continue
 		}
 		graphs[name] = g
 	}
-	if len(graphs) == 0 {
-		return nil, usageErr(errors.New("no agent or pipeline can be served"))
-	}
-	return graphs, nil
+	return graphs, unserved, nil
 }
 
-func firstLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
+// explainServed says which agents and pipelines are served, and why each
+// of the others is not.
+func explainServed(w io.Writer, graphs map[string]*runner.Graph, unserved map[string]error) {
+	for _, name := range slices.Sorted(maps.Keys(graphs)) {
+		fmt.Fprintf(w, "%s: served\n", name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(unserved)) {
+		fmt.Fprintf(w, "%s: not served:\n  %s\n", name, strings.ReplaceAll(strings.TrimSpace(unserved[name].Error()), "\n", "\n  "))
+	}
+}
+
+// explainCommand is the serve --explain command of this invocation, with
+// the flags that change what compiles (settings, script).
+func explainCommand(cmd *cobra.Command) string {
+	parts := []string{"runner", "serve", "--explain"}
+	for _, name := range []string{"config", "script"} {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			parts = append(parts, "--"+name, shellQuote(f.Value.String()))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +29,10 @@ func newThreads() *cobra.Command {
 		Args: cobra.ExactArgs(1), RunE: threadsShow}
 	show.Flags().Int64("checkpoint", 0, "the checkpoint id (default: the newest)")
 	show.Flags().Bool("raw", false, "print the stored checkpoint itself: its writes, interrupt and meta (usage, journal)")
+	list := &cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList}
+	list.Flags().Int("limit", 100, "list at most this many (0: all)")
 	history := &cobra.Command{Use: "history THREAD", Short: "List a thread's checkpoints, newest first", Args: cobra.ExactArgs(1), RunE: threadsHistory}
-	history.Flags().Int("limit", 0, "list at most this many (default: all)")
+	history.Flags().Int("limit", 0, "list at most this many (0: all)")
 	history.Flags().Int64("before", 0, "list only checkpoints older than this id (the next page)")
 	history.Flags().String("status", "", "list only checkpoints of this status: running, interrupted, completed, failed, timed_out, cancelled")
 	history.Flags().Bool("oldest-first", false, "list the oldest first")
@@ -43,8 +48,11 @@ func newThreads() *cobra.Command {
 		Args:  cobra.ExactArgs(1), RunE: threadsFork}
 	fork.Flags().Int64("checkpoint", 0, "the checkpoint to branch or copy at (default: the newest)")
 	fork.Flags().String("to", "", "the new thread's id (default: a branch of THREAD itself)")
+	for _, c := range []*cobra.Command{list, history} {
+		c.Flags().String("format", formatText, "output format: text (a table) or json (a list of objects)")
+	}
 	cmd.AddCommand(
-		&cobra.Command{Use: "list", Short: "List threads, newest first", Args: cobra.NoArgs, RunE: threadsList},
+		list,
 		show,
 		history,
 		&cobra.Command{Use: "delete THREAD", Short: "Delete a thread and its child threads with all their checkpoints", Args: cobra.ExactArgs(1), RunE: threadsDelete},
@@ -55,14 +63,19 @@ func newThreads() *cobra.Command {
 	return cmd
 }
 
-// openStore opens the store the threads commands read: an SQLite file
-// must exist (a mistyped path is an error, not a new empty store).
+// errNoStore is openStore's error for an SQLite file that is not there:
+// no run has written to it (or its path is mistyped).
+var errNoStore = errors.New("no threads yet")
+
+// openStore opens the store the threads commands read. An SQLite file that
+// does not exist is not created (a mistyped path would be a new empty
+// store): the error, errNoStore, says no run has used it yet.
 func openStore(cmd *cobra.Command) (store.Store, error) {
 	dsn, _ := cmd.Flags().GetString("store")
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
 		path, _, _ = strings.Cut(path, "?")
-		if _, err := os.Stat(path); err != nil {
-			return nil, usageErr(fmt.Errorf("store %s: %w; give the --store the runs used", dsn, err))
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, &exitError{code: 1, err: fmt.Errorf("%w: store %s does not exist (runner exec creates it; if the runs used another, give it with --store)", errNoStore, dsn)}
 		}
 	}
 	st, err := stores.Open(dsn)
@@ -72,22 +85,77 @@ func openStore(cmd *cobra.Command) (store.Store, error) {
 	return st, nil
 }
 
+// The values of the listings' --format.
+const (
+	formatText = "text"
+	formatJSON = "json"
+)
+
+// listFormat is a listing's --format, checked.
+func listFormat(cmd *cobra.Command) (string, error) {
+	format, _ := cmd.Flags().GetString("format")
+	if format != formatText && format != formatJSON {
+		return "", usageErr(fmt.Errorf("unknown --format %q: use text or json", format))
+	}
+	return format, nil
+}
+
+// writeTable writes a listing's header and rows as aligned columns.
+func writeTable(w io.Writer, header string, rows [][]any) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		for i, v := range r {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, v)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
 func threadsList(cmd *cobra.Command, _ []string) error {
-	st, err := openStore(cmd)
+	format, err := listFormat(cmd)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	threads, err := st.Threads(cmd.Context(), 100)
-	if err != nil {
-		return &exitError{code: 1, err: err}
+	limit, _ := cmd.Flags().GetInt("limit")
+	var threads []store.Thread
+	st, err := openStore(cmd)
+	if err == nil {
+		defer st.Close()
+		if threads, err = st.Threads(cmd.Context(), limit); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	} else if !errors.Is(err, errNoStore) {
+		return err
 	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "THREAD\tPIPELINE\tSTATUS\tSTEPS\tUPDATED")
-	for _, t := range threads {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.Pipeline, t.Status, t.Steps, t.UpdatedAt.Format("2006-01-02 15:04:05"))
+	switch {
+	case format == formatJSON:
+		writeJSON(cmd.OutOrStdout(), orEmpty(threads))
+		return nil
+	case err != nil: // no store: no threads
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		return nil
+	case len(threads) == 0:
+		fmt.Fprintln(cmd.ErrOrStderr(), "no threads yet: runner exec NAME starts one")
+		return nil
 	}
-	return w.Flush()
+	rows := make([][]any, len(threads))
+	for i, t := range threads {
+		rows[i] = []any{t.ID, t.Pipeline, t.Status, t.Steps, t.UpdatedAt.Format("2006-01-02 15:04:05")}
+	}
+	return writeTable(cmd.OutOrStdout(), "THREAD\tPIPELINE\tSTATUS\tSTEPS\tUPDATED", rows)
+}
+
+// orEmpty is list, an empty list for none (JSON [] rather than null).
+func orEmpty[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
 }
 
 // threadsShow prints a thread's state rebuilt through its pipeline's
@@ -166,7 +234,22 @@ func pipelineFor(cmd *cobra.Command, name, agent string) (*runner.Graph, error) 
 	return g, err
 }
 
+// historyEntry is one checkpoint of threads history --format json.
+type historyEntry struct {
+	ID        int64     `json:"id"`
+	Parent    int64     `json:"parent"`
+	Step      int       `json:"step"`
+	Node      string    `json:"node"`
+	Next      string    `json:"next"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 func threadsHistory(cmd *cobra.Command, args []string) error {
+	format, err := listFormat(cmd)
+	if err != nil {
+		return err
+	}
 	st, err := openStore(cmd)
 	if err != nil {
 		return err
@@ -184,20 +267,25 @@ func threadsHistory(cmd *cobra.Command, args []string) error {
 	if !oldest {
 		slices.Reverse(hist)
 	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSTEP\tNODE\tNEXT\tSTATUS\tTIME")
-	shown := 0
+	entries := []historyEntry{}
 	for _, cp := range hist {
 		if (before > 0 && cp.ID >= before) || (status != "" && cp.Status != status) {
 			continue
 		}
-		if limit > 0 && shown == limit {
+		if limit > 0 && len(entries) == limit {
 			break
 		}
-		shown++
-		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\n", cp.ID, cp.Step, cp.Node, cp.Next, cp.Status, cp.CreatedAt.Format("15:04:05.000"))
+		entries = append(entries, historyEntry{cp.ID, cp.Parent, cp.Step, cp.Node, cp.Next, cp.Status, cp.CreatedAt})
 	}
-	return w.Flush()
+	if format == formatJSON {
+		writeJSON(cmd.OutOrStdout(), entries)
+		return nil
+	}
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		rows[i] = []any{e.ID, e.Step, e.Node, e.Next, e.Status, e.CreatedAt.Format("15:04:05.000")}
+	}
+	return writeTable(cmd.OutOrStdout(), "ID\tSTEP\tNODE\tNEXT\tSTATUS\tTIME", rows)
 }
 
 func threadsDelete(cmd *cobra.Command, args []string) error {
