@@ -79,10 +79,12 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 		}
 		return nil, n.interrupt(in)
 	}
+	var check func(any) error
 	if n.schema != nil {
-		if err := n.schema.Check(in.Resume); err != nil {
-			return nil, runner.InvalidResume(err)
-		}
+		check = n.schema.Check
+	}
+	if err := in.Run.Resolve(in.Resume, check); err != nil {
+		return nil, err
 	}
 	return runner.Update{n.cfg.Into.Name: in.Resume}, nil
 }

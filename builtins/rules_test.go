@@ -126,7 +126,18 @@ model: tiny
 skills: [careful]
 rules: [house]
 ---
+` + clerkTools + `---
 apiVersion: runner/v1
+kind: Tool
+metadata: {name: delete_everything}
+tags: [destructive]
+parameters: {type: object}
+expr: '"gone"'
+`
+
+// clerkTools are a scripted model and the tools its clerks call: lookup,
+// and create_entity, which mutates.
+const clerkTools = `apiVersion: runner/v1
 kind: Model
 metadata: {name: tiny}
 provider: scripted
@@ -148,13 +159,6 @@ parameters:
   required: [name]
   additionalProperties: false
 expr: '"created " + args.name'
----
-apiVersion: runner/v1
-kind: Tool
-metadata: {name: delete_everything}
-tags: [destructive]
-parameters: {type: object}
-expr: '"gone"'
 `
 
 // askToCreate is the script of a round that looks up and creates, then a
@@ -322,7 +326,7 @@ func TestGateFailsClosed(t *testing.T) {
 		{"no verdict", nil, "waits for a decision"},
 		{"unknown type", map[string]any{"decisions": []any{map[string]any{"type": "maybe"}}}, `unknown decision type "maybe"`},
 		{"one too many", map[string]any{"decisions": []any{map[string]any{"type": "approve"}, map[string]any{"type": "approve"}}}, "2 decision(s) for 1 gated call"},
-		{"not an object", "yes", "not string"},
+		{"not an object", "yes", "not a string"},
 		{"invalid edit", map[string]any{"decisions": []any{map[string]any{"type": "edit", "edited_action": map[string]any{"args": map[string]any{"name": "X"}}}}}, "invalid arguments"},
 		{"edit without args", map[string]any{"decisions": []any{map[string]any{"type": "edit"}}}, "edited_action"},
 	}

@@ -81,6 +81,8 @@ func (r *Run) CallTool(ctx context.Context, req ToolRequest) (ToolOutcome, error
 // the round and nothing runs before the reviewer answers. A call's own
 // failure is its outcome's Err; the error returned ends the node: an
 // interrupt (a gate), a spent budget, an aborting rule, a cancelled run.
+// Each call is journaled as it ends, so a round that pauses — before its
+// calls or after one of them — makes none of them again when it resumes.
 func (r *Run) CallTools(ctx context.Context, reqs []ToolRequest) ([]ToolOutcome, error) {
 	calls := make([]*toolCall, len(reqs))
 	var gated []*toolCall
@@ -94,11 +96,17 @@ func (r *Run) CallTools(ctx context.Context, reqs []ToolRequest) ([]ToolOutcome,
 			gated = append(gated, c)
 		}
 	}
+	out, err := r.callAll(ctx, calls, gated)
+	if isA[*Interrupt](err) {
+		r.seen(calls) // their before rules fired: not again on resume
+	}
+	return out, err
+}
+
+// callAll settles a round's gated calls, then makes every call.
+func (r *Run) callAll(ctx context.Context, calls, gated []*toolCall) ([]ToolOutcome, error) {
 	if len(gated) > 0 {
-		if err := r.decide(gated); err != nil {
-			if isA[*Interrupt](err) {
-				r.seen(calls) // their before rules fired: not again on resume
-			}
+		if err := r.settle(gated); err != nil {
 			return nil, err
 		}
 	}
@@ -138,8 +146,7 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	case f.deny != nil:
 		c.deny = f.deny
 	case f.gate != nil:
-		c.entry = r.journal(&callEntry{ID: id, Tool: s.Name, Args: req.Args, Rule: f.gate.Key})
-		c.entry.pausedAt(r.clock.Now(), f.gate.Action.HITL)
+		r.hold(c, f.gate, &callEntry{})
 	}
 	return c, nil
 }
@@ -159,11 +166,11 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 	case e != nil && e.Decision != nil:
 		switch d := e.Decision; d.Type {
 		case DecisionReject:
-			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)}))
+			return r.record(c, r.unrun(c, ToolDenied, &DeniedError{Key: e.Rule, Reason: "rejected by the reviewer" + colon(d.Message)}), true)
 		case DecisionRespond:
 			exec := r.newExec(c, r.clock.Now())
 			exec.Output, exec.OK, exec.Status = d.Message, true, ToolAnswered
-			return r.record(c, ToolOutcome{Exec: exec})
+			return r.record(c, ToolOutcome{Exec: exec}, true)
 		}
 	}
 	if err := r.meter.chargeTool(); err != nil {
@@ -185,10 +192,10 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 			"status": o.Exec.Status, "duration_ms": o.Exec.ExecutionTimeMS})
 	}
 	o, err := r.after(c, o)
-	if err == nil && (e != nil || c.req.Spec.Mutating) {
-		return r.record(c, o) // a crash from here on does not run it again
+	if err != nil {
+		return o, err
 	}
-	return o, err
+	return r.record(c, o, e != nil || c.info.Mutating) // durably: a crash from here on does not run it again
 }
 
 // invoke calls the tool with its timeout and an idempotency key derived
@@ -253,8 +260,7 @@ func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 		return r.withheld(c, o, f.deny), nil
 	case f.gate != nil:
 		// the result is journaled with the pause: the call never runs again
-		c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state, Rule: f.gate.Key, After: true})
-		c.entry.pausedAt(r.clock.Now(), f.gate.Action.HITL)
+		r.hold(c, f.gate, &callEntry{Exec: o.Exec, State: o.state, After: true})
 		return r.decideAfter(c)
 	}
 	return o, nil
@@ -298,14 +304,20 @@ type LLMRequest struct {
 // CallLLM makes one model call. It returns the reply and its record, or
 // the error that ends the call: the provider's (for the node's retry
 // policy), a spent budget, a rule that denied or aborted it, or the
-// interrupt of a gate.
+// interrupt of a gate. A call the step's journal holds — made before the
+// step paused — is not made again: its reply and record are returned.
 func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLMCall, error) {
+	c := r.modelCall(req)
+	if m := c.entry.modelReply(); m != nil {
+		return m.Reply, m.Rec, nil
+	}
 	if be := r.meter.check("llm"); be != nil {
 		return nil, nil, Permanent(be)
 	}
 	rec := &LLMCall{Node: r.in.Node, Model: req.Model, Phase: req.Phase, Call: int64(r.Usage().LLMCalls + 1),
 		Method: req.Method, Attempt: int64(req.Attempt)}
-	if err := r.gateLLM(BeforeLLMCall, rec, req.Skills); err != nil {
+	c.vars = r.ruleVars("llm", rec.vars())
+	if err := r.approveLLM(c, req.Skills); err != nil {
 		return nil, nil, err
 	}
 	kind := "llm"
@@ -338,12 +350,60 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	for _, tc := range resp.Message.ToolCalls {
 		rec.ToolCalls = append(rec.ToolCalls, tc.Name)
 	}
-	err = r.gateLLM(AfterLLMCall, rec, req.Skills)
+	_, err = r.fireLLM(AfterLLMCall, req.Skills, func() map[string]any { return r.ruleVars("llm", rec.vars()) })
 	r.Spend(resp.Usage, rec.CostUSD) // spent, whatever the rules say
 	if err != nil {
 		return nil, nil, err
 	}
+	e := callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Model: &modelCall{Rec: rec, Reply: resp}}
+	if c.entry != nil {
+		e = *c.entry
+		e.Model = &modelCall{Rec: rec, Reply: resp}
+	}
+	r.journal(&e)
 	return resp, rec, nil
+}
+
+// modelCall is a model call on its way through the call path: its id is
+// the node's, the step's and its place among the node's model calls, so
+// a node that runs again finds its calls in the journal.
+func (r *Run) modelCall(req *LLMRequest) *toolCall {
+	r.mu.Lock()
+	r.llmSeq++
+	id := fmt.Sprintf("llm.%s.%d.%d", r.in.Node, r.step, r.llmSeq)
+	r.mu.Unlock()
+	return &toolCall{info: ToolInfo{ID: id, Name: "llm:" + req.Model, Args: map[string]any{"model": req.Model, "phase": req.Phase}},
+		entry: r.journaled(id)}
+}
+
+// modelReply is the journaled outcome of a model call that was made.
+func (e *callEntry) modelReply() *modelCall {
+	if e == nil || e.Model == nil || e.Model.Reply == nil {
+		return nil
+	}
+	return e.Model
+}
+
+// approveLLM fires the before_llm_call rules of a model call the journal
+// has not seen and settles its gate: approved, the call goes on; rejected,
+// the node fails; unanswered, the thread pauses.
+func (r *Run) approveLLM(c *toolCall, skills []string) error {
+	if c.entry == nil {
+		gate, err := r.fireLLM(BeforeLLMCall, skills, func() map[string]any { return c.vars })
+		if gate == nil || err != nil {
+			return err
+		}
+		r.hold(c, gate, &callEntry{Model: &modelCall{}})
+	}
+	if c.entry.Decision == nil {
+		if err := r.settle([]*toolCall{c}); err != nil {
+			return err
+		}
+	}
+	if d := c.entry.Decision; d.Type != DecisionApprove {
+		return Permanent(&DeniedError{Key: c.entry.Rule, Reason: "the reviewer did not approve the model call" + colon(d.Message)})
+	}
+	return nil
 }
 
 // llmResult emits the llm_result event of a model call: its record
@@ -370,21 +430,20 @@ func (r *Run) chat(ctx context.Context, p Provider, req *ChatRequest) (*ChatResp
 	return red.reply(resp), red.Error(err)
 }
 
-// gateLLM fires an LLM trigger's rules. A gate before the call pauses it
-// until a reviewer approves; a denied call fails the node for good.
-func (r *Run) gateLLM(trigger string, rec *LLMCall, skills []string) error {
-	f, err := r.fire(trigger, nil, skills, func() map[string]any { return r.ruleVars("llm", rec.vars()) })
+// fireLLM fires a model call's rules of trigger: an abort, or a denial
+// (which fails the node for good), is the error that ends the call; the
+// gate that holds it is returned.
+func (r *Run) fireLLM(trigger string, skills []string, vars func() map[string]any) (*Rule, error) {
+	f, err := r.fire(trigger, nil, skills, vars)
 	switch {
 	case err != nil:
-		return err
+		return nil, err
 	case f.abort != nil:
-		return f.abort
+		return nil, f.abort
 	case f.deny != nil:
-		return Permanent(f.deny)
-	case f.gate != nil:
-		return r.approveLLM(f.gate, rec)
+		return nil, Permanent(f.deny)
 	}
-	return nil
+	return f.gate, nil
 }
 
 func colon(s string) string {

@@ -313,7 +313,7 @@ func (m *meta) normalize() {
 	for _, e := range m.Journal {
 		e.Args = normalizeObject(e.Args)
 		if e.Decision != nil {
-			e.Decision.Args = normalizeObject(e.Decision.Args)
+			e.Decision.Args, e.Decision.Extra = normalizeObject(e.Decision.Args), normalizeObject(e.Decision.Extra)
 		}
 		e.State = normalizeObject(e.State)
 		if e.Exec != nil {

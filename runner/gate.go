@@ -9,37 +9,27 @@ import (
 	"time"
 )
 
-// The approval gate. A require_hitl rule pauses the thread before a call
-// runs (before_tool_call) or before its result is acted on
-// (after_tool_call). What the gate decided lives in the step's journal,
-// which every checkpoint written inside the step carries: the frozen
-// call, the reviewer's verdict once given, and the call's result once it
-// ran. A node that runs again — resumed, or after a crash — finds its
-// calls there, so an approved call runs exactly once with its frozen
-// arguments and id, and a resume in a new process behaves as a warm one.
-
-// Decision types a reviewer answers a gate with.
-const (
-	DecisionApprove = "approve"
-	DecisionEdit    = "edit"
-	DecisionReject  = "reject"
-	DecisionRespond = "respond"
-)
-
-// Decision is a reviewer's verdict on one gated call.
-type Decision struct {
-	Type string `json:"type"`
-	// Args are the edited arguments (edit); Message is the reviewer's
-	// comment (reject) or the text standing for the result (respond).
-	Args    map[string]any `json:"args,omitempty"`
-	Message string         `json:"message,omitempty"`
-}
+// The approval gate and the step's journal. A require_hitl rule pauses
+// the thread before a call runs (before_tool_call, before_llm_call) or
+// before its result is acted on (after_tool_call). Every call a step
+// makes is journaled as it ends — its result and its state updates — and
+// every checkpoint written inside the step carries the journal: the
+// frozen call, the reviewer's verdict once given, the call's result once
+// it ran. A node that runs again — resumed, or after a crash — finds its
+// calls there, so no call is made twice, no rule fires twice on one, an
+// approved call runs exactly once with its frozen arguments and id, and a
+// resume in a new process behaves as a warm one. Gated and mutating calls
+// are journaled durably at once; the others with the next checkpoint
+// (the pause's, at the latest).
 
 // callEntry is one call in the step's journal.
 type callEntry struct {
 	ID   string         `json:"id"`
 	Tool string         `json:"tool"`
 	Args map[string]any `json:"args"`
+	// Mutating marks a call of a mutating tool: its entry outlives a
+	// failed attempt of the node (see forget).
+	Mutating bool `json:"mutating,omitempty"`
 	// Rule is the gate that paused the call; After marks a gate on its
 	// result; Expires is when an unanswered gate takes its on_expire.
 	Rule     string         `json:"rule,omitempty"`
@@ -51,6 +41,25 @@ type callEntry struct {
 	// Deny is a before rule's denial, kept with the other calls of a
 	// round that paused (their rules do not fire again on resume).
 	Deny *DeniedError `json:"deny,omitempty"`
+	// Model marks a model call, with its record and reply once made.
+	Model *modelCall `json:"model,omitempty"`
+}
+
+// modelCall is a model call's outcome in the journal.
+type modelCall struct {
+	Rec   *LLMCall      `json:"rec,omitempty"`
+	Reply *ChatResponse `json:"reply,omitempty"`
+}
+
+// trigger is the trigger of the gate that holds the call.
+func (e *callEntry) trigger() string {
+	switch {
+	case e.Model != nil:
+		return BeforeLLMCall
+	case e.After:
+		return AfterToolCall
+	}
+	return BeforeToolCall
 }
 
 // awaiting reports whether the call waits for a verdict before it runs.
@@ -85,30 +94,52 @@ func (r *Run) journal(e *callEntry) *callEntry {
 	return e
 }
 
-// seen journals the calls of a round that pauses at a gate, so that on
-// resume their before rules do not fire again.
+// seen journals the calls of a round that pauses, so that on resume their
+// before rules do not fire again.
 func (r *Run) seen(calls []*toolCall) {
 	for _, c := range calls {
-		if c.entry == nil {
-			c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Deny: c.deny})
+		if c != nil && c.entry == nil {
+			c.entry = r.journal(&callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Mutating: c.info.Mutating, Deny: c.deny})
 		}
 	}
 }
 
-// record journals a call's outcome durably, before the node goes on: a
-// crash after this point does not run the call again. A store that fails
-// ends the node: nothing more can be made durable.
-func (r *Run) record(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
-	e := &callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Exec: o.Exec, State: o.state}
+// record journals how a call ended, durably when asked — a crash after
+// this point does not make the call again. A store that fails ends the
+// node: nothing more can be made durable.
+func (r *Run) record(c *toolCall, o ToolOutcome, durably bool) (ToolOutcome, error) {
+	e := &callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Mutating: c.info.Mutating}
 	if c.entry != nil {
 		cp := *c.entry
-		cp.Exec, cp.State, e = o.Exec, o.state, &cp
+		e = &cp
 	}
+	e.Exec, e.State = o.Exec, o.state
 	c.entry = r.journal(e)
+	if !durably {
+		return o, nil
+	}
 	if err := r.saveJournal(); err != nil {
 		return ToolOutcome{}, Permanent(err)
 	}
 	return o, nil
+}
+
+// forget drops, after a failed attempt of the node, what a retry or a
+// resume must do again: the calls that were neither gated nor mutating,
+// and every model call's reply (a gate's decision on it stands).
+func (r *Run) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, e := range r.calls {
+		switch {
+		case e.Model != nil && e.Rule != "":
+			cp := *e
+			cp.Model = &modelCall{}
+			r.calls[id] = &cp
+		case e.Model != nil || (e.Rule == "" && !e.Mutating):
+			delete(r.calls, id)
+		}
+	}
 }
 
 // saveJournal writes a checkpoint of the step so far: no writes, the
@@ -138,12 +169,14 @@ func (r *Run) journalEntries() []*callEntry {
 	return out
 }
 
-// pausedAt sets when an unanswered gate expires.
-func (e *callEntry) pausedAt(now time.Time, h *HITL) {
-	if h != nil && h.Expires > 0 {
-		t := now.Add(h.Expires)
+// hold journals a call a gate stops, with when it expires.
+func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry) {
+	e.ID, e.Tool, e.Args, e.Mutating, e.Rule = c.info.ID, c.info.Name, c.info.Args, c.info.Mutating, gate.Key
+	if h := gate.Action.HITL; h.Expires > 0 {
+		t := r.clock.Now().Add(h.Expires)
 		e.Expires = &t
 	}
+	c.entry = r.journal(e)
 }
 
 // gateRule returns the require_hitl rule called key (a gate with default
@@ -159,61 +192,71 @@ func (r *Run) gateRule(key string) *Rule {
 	return &Rule{Key: key, Action: Action{Kind: ActRequireHITL, HITL: &HITL{}}}
 }
 
-// decide settles the gated calls of a round: an expired gate takes its
-// on_expire decision; otherwise the resume value must carry one valid
-// decision per call, which is journaled durably before any call runs;
-// without one the thread pauses (again): the gate fails closed.
-func (r *Run) decide(gated []*toolCall) error {
-	if r.expire(gated) {
+// settle decides the calls a gate holds, for every kind of gate: an
+// expired gate takes its on_expire decision; otherwise the resume value,
+// read by decide, gives each call its decision, journaled durably before
+// anything runs. Without a verdict for exactly these calls the thread
+// pauses (again): the gate fails closed. A refused verdict changes
+// nothing.
+func (r *Run) settle(calls []*toolCall) error {
+	if r.expire(calls) {
 		return Permanent(r.saveJournal())
 	}
-	v, ok := r.takeVerdict(ids(gated))
+	v, ok := r.takeVerdict(ids(calls))
 	if !ok {
-		return r.gateInterrupt(gated, false)
+		return r.gateInterrupt(calls)
 	}
-	if h := r.gateRule(gated[0].entry.Rule).Action.HITL; h.Check != nil {
-		if err := h.Check(v); err != nil {
-			return InvalidResume(fmt.Errorf("resume_schema: %w", err))
-		}
+	held := make([]heldCall, len(calls))
+	for i, c := range calls {
+		held[i] = r.held(c)
 	}
-	ds, err := decisions(v, len(gated))
+	verdict, err := decide(v, held)
 	if err != nil {
-		return InvalidResume(err)
+		return err
 	}
-	for i, c := range gated {
-		if err := r.accept(c, ds[i]); err != nil {
-			return InvalidResume(fmt.Errorf("decision %d (%s %s): %w", i+1, c.info.Name, c.info.ID, err))
+	for i, c := range calls {
+		if c.entry.Decision != nil { // expired meanwhile
+			continue
 		}
-	}
-	for i, c := range gated {
 		e := *c.entry
-		e.Decision = ds[i]
-		if ds[i].Type == DecisionEdit {
-			e.Args, c.info.Args = ds[i].Args, ds[i].Args
+		e.Decision = verdict.Decisions[i]
+		if e.Decision.Type == DecisionEdit {
+			e.Args, c.info.Args = e.Decision.Args, e.Decision.Args
 		}
 		c.entry = r.journal(&e)
 	}
-	r.emit(EventRule, r.in.Node, map[string]any{"rule": gated[0].entry.Rule, "action": "decision", "decisions": ds})
+	r.emit(EventRule, r.in.Node, map[string]any{"rule": calls[0].entry.Rule, "action": "decision", "decisions": verdict.Decisions,
+		"reviewer": verdict.Reviewer})
 	return Permanent(r.saveJournal())
 }
 
-// accept checks a decision against its gate: an allowed type, and edited
-// arguments the tool accepts.
-func (r *Run) accept(c *toolCall, d *Decision) error {
-	h := r.gateRule(c.entry.Rule).Action.HITL
-	if !h.allowed(d.Type) {
-		return fmt.Errorf("%s is not allowed here; allowed: %v", d.Type, h.Decisions)
+// Resolve is the decide path of a node that paused with no rule (an
+// interrupt node): the value it was resumed with must satisfy check, its
+// resume_schema, when set, or it is refused as a gate's verdict is —
+// nothing changes, the error wraps ErrInvalidResume and ErrInput. A value
+// taken is announced by a decision event, as a gate's verdict is.
+func (r *Run) Resolve(value any, check func(any) error) error {
+	if check != nil {
+		if err := check(value); err != nil {
+			return InvalidResume(fmt.Errorf("the value does not satisfy the resume_schema of node %s: %w", r.in.Node, err))
+		}
 	}
-	if d.Type != DecisionEdit {
-		return nil
-	}
-	if d.Args == nil {
-		return errors.New("edit needs the edited arguments")
-	}
-	if ac, ok := c.req.Spec.Tool.(ArgsChecker); ok {
-		return ac.CheckArgs(d.Args)
-	}
+	m, _ := value.(map[string]any)
+	reviewer, _ := m["reviewer"].(string)
+	r.emit(EventRule, r.in.Node, map[string]any{"action": "decision", "value": value, "reviewer": reviewer})
 	return nil
+}
+
+// held is a gated call as decide checks a decision on it.
+func (r *Run) held(c *toolCall) heldCall {
+	rule := r.gateRule(c.entry.Rule)
+	h := heldCall{id: c.info.ID, tool: c.info.Name, rule: rule.Key, trigger: c.entry.trigger(), hitl: rule.Action.HITL}
+	if c.req.Spec != nil {
+		if ac, ok := c.req.Spec.Tool.(ArgsChecker); ok {
+			h.checkArgs = ac.CheckArgs
+		}
+	}
+	return h
 }
 
 // expire gives every expired, unanswered gate its on_expire decision; it
@@ -222,6 +265,9 @@ func (r *Run) expire(gated []*toolCall) bool {
 	all := true
 	for _, c := range gated {
 		e := c.entry
+		if e.Decision != nil {
+			continue
+		}
 		if e.Expires == nil || r.clock.Now().Before(*e.Expires) {
 			all = false
 			continue
@@ -237,27 +283,9 @@ func (r *Run) expire(gated []*toolCall) bool {
 // decideAfter settles a gate on a call's result: approve keeps it,
 // reject withholds it, respond replaces it with the reviewer's text.
 func (r *Run) decideAfter(c *toolCall) (ToolOutcome, error) {
-	e := c.entry
-	if e.Decision == nil && !r.expire([]*toolCall{c}) {
-		v, ok := r.takeVerdict([]string{e.ID})
-		if !ok {
-			return ToolOutcome{}, r.gateInterrupt([]*toolCall{c}, true)
-		}
-		ds, err := decisions(v, 1)
-		if err == nil && ds[0].Type == DecisionEdit {
-			err = errors.New("a gate on a result takes approve, reject or respond")
-		}
-		if err == nil {
-			err = r.accept(c, ds[0])
-		}
-		if err != nil {
-			return ToolOutcome{}, InvalidResume(err)
-		}
-		cp := *e
-		cp.Decision = ds[0]
-		c.entry = r.journal(&cp)
-		if err := r.saveJournal(); err != nil {
-			return ToolOutcome{}, Permanent(err)
+	if c.entry.Decision == nil {
+		if err := r.settle([]*toolCall{c}); err != nil {
+			return ToolOutcome{}, err
 		}
 	}
 	o := c.entry.outcome()
@@ -270,26 +298,6 @@ func (r *Run) decideAfter(c *toolCall) (ToolOutcome, error) {
 		return ToolOutcome{Exec: &exec}, nil
 	}
 	return o, nil
-}
-
-// approveLLM gates a model call: approved, it goes on; rejected, the node
-// fails; unanswered, the thread pauses.
-func (r *Run) approveLLM(rule *Rule, rec *LLMCall) error {
-	id := fmt.Sprintf("llm.%s.%d", r.in.Node, r.step)
-	v, ok := r.takeVerdict([]string{id})
-	if !ok {
-		c := &toolCall{info: ToolInfo{ID: id, Name: "llm:" + rec.Model, Args: map[string]any{"model": rec.Model, "phase": rec.Phase}},
-			entry: &callEntry{ID: id, Rule: rule.Key}}
-		return r.gateInterrupt([]*toolCall{c}, false)
-	}
-	ds, err := decisions(v, 1)
-	if err != nil {
-		return InvalidResume(err)
-	}
-	if ds[0].Type != DecisionApprove {
-		return Permanent(&DeniedError{Key: rule.Key, Reason: "the reviewer did not approve the model call" + colon(ds[0].Message)})
-	}
-	return nil
 }
 
 // takeVerdict returns the resume value when this run resumed the gate
@@ -315,39 +323,37 @@ func ids(calls []*toolCall) []string {
 // gateInterrupt pauses for a reviewer. Its payload is LangChain's HITL
 // request — action_requests and review_configs, what agent-chat-ui shows as
 // an approval card — with the rule, checkpoint type, call ids and expiry.
-func (r *Run) gateInterrupt(calls []*toolCall, after bool) *Interrupt {
-	rule := calls[0].entry.Rule
-	gate := r.gateRule(rule)
+func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
+	first := calls[0].entry
+	gate := r.gateRule(first.Rule)
 	h := gate.Action.HITL
-	decisions := h.Decisions
-	if len(decisions) == 0 {
-		decisions = []string{DecisionApprove, DecisionEdit, DecisionReject, DecisionRespond}
-		if after {
-			decisions = []string{DecisionApprove, DecisionReject, DecisionRespond}
-		}
-	}
+	decisions := allowedDecisions(h, first.trigger())
 	var actions, configs, callIDs []any
 	var msg string
 	for _, c := range calls {
-		vars := r.toolVars(c, c.entry.Exec)
+		vars := c.vars // a model call's
+		if first.Model == nil {
+			vars = r.toolVars(c, c.entry.Exec)
+		}
 		desc, err := render(gate.Action.Text, vars)
 		if err != nil || desc == "" {
-			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, rule)
+			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, first.Rule)
 		}
 		msg = desc
 		actions = append(actions, map[string]any{"name": c.info.Name, "args": c.info.Args, "description": desc, "id": c.info.ID})
 		configs = append(configs, map[string]any{"action_name": c.info.Name, "allowed_decisions": anyList(decisions)})
 		callIDs = append(callIDs, c.info.ID)
 	}
-	payload := map[string]any{"action_requests": actions, "review_configs": configs, "rule": rule,
+	after := first.trigger() == AfterToolCall
+	payload := map[string]any{"action_requests": actions, "review_configs": configs, "rule": first.Rule,
 		"checkpoint_type": h.CheckpointType, "calls": callIDs, "after_call": after}
-	if e := calls[0].entry.Expires; e != nil {
+	if e := first.Expires; e != nil {
 		payload["expires_at"] = stamp(*e)
 	}
 	if after {
-		payload["result"] = calls[0].entry.Exec.Value()
+		payload["result"] = first.Exec.Value()
 	}
-	return &Interrupt{Kind: or(h.CheckpointType, "approval"), Rule: rule, Message: msg, Payload: payload, ResumeSchema: h.ResumeSchema}
+	return &Interrupt{Kind: or(h.CheckpointType, "approval"), Rule: first.Rule, Message: msg, Payload: payload, ResumeSchema: h.ResumeSchema}
 }
 
 func (r *Run) agentName() string {
@@ -369,102 +375,4 @@ func awaitingCalls(intr *Interrupt) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-// decisions reads a reviewer's answer for n gated calls, in any of the
-// forms reviewer UIs send:
-//
-//   - LangChain HITL: {"decisions": [{"type": "approve"}, {"type": "edit",
-//     "edited_action": {"name": ..., "args": {...}}}, {"type": "reject",
-//     "message": "..."}, {"type": "respond", "message": "..."}]};
-//   - Agent Inbox: {"type": "accept" | "edit" | "response" | "ignore",
-//     "args": ...}, or a list of them;
-//   - a shorthand for every call at once: {"approved": true|false,
-//     "message": "..."}.
-func decisions(v any, n int) ([]*Decision, error) {
-	var out []*Decision
-	switch x := v.(type) {
-	case nil:
-		return nil, errors.New(`the approval gate waits for a decision: {"decisions": [{"type": "approve"}]}, {"approved": false, "message": "why"}, or an Agent Inbox response`)
-	case []any:
-		for _, item := range x {
-			d, err := decision(item)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, d)
-		}
-	case map[string]any:
-		if list, ok := x["decisions"]; ok {
-			return decisions(listOr(list), n)
-		}
-		if ok, isBool := x["approved"].(bool); isBool {
-			msg, _ := x["message"].(string)
-			t := DecisionApprove
-			if !ok {
-				t = DecisionReject
-			}
-			for range n {
-				out = append(out, &Decision{Type: t, Message: msg})
-			}
-			return out, nil
-		}
-		d, err := decision(x)
-		if err != nil {
-			return nil, err
-		}
-		out = []*Decision{d}
-	default:
-		return nil, fmt.Errorf("a decision is an object, not %T", v)
-	}
-	if len(out) != n {
-		return nil, fmt.Errorf("%d decision(s) for %d gated call(s): give one per call, in order", len(out), n)
-	}
-	return out, nil
-}
-
-// listOr makes a list of one of a value that is not a list.
-func listOr(v any) any {
-	if _, ok := v.([]any); ok || v == nil {
-		return v
-	}
-	return []any{v}
-}
-
-// decision reads one decision in the LangChain or the Agent Inbox form.
-func decision(v any) (*Decision, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("a decision is an object, not %T", v)
-	}
-	t, _ := m["type"].(string)
-	d := &Decision{}
-	d.Message, _ = m["message"].(string)
-	switch t {
-	case DecisionApprove, "accept":
-		d.Type = DecisionApprove
-	case DecisionReject, "ignore":
-		d.Type = DecisionReject
-	case DecisionRespond, "response":
-		d.Type = DecisionRespond
-		if s, ok := m["args"].(string); ok {
-			d.Message = s
-		}
-		if d.Message == "" {
-			return nil, errors.New("respond needs the response text in message")
-		}
-	case DecisionEdit:
-		d.Type = DecisionEdit
-		action, _ := m["edited_action"].(map[string]any)
-		if action == nil {
-			action, _ = m["args"].(map[string]any) // Agent Inbox: {action, args}
-		}
-		d.Args, _ = action["args"].(map[string]any)
-		if d.Args == nil {
-			return nil, errors.New(`edit needs edited_action: {"name": ..., "args": {...}}`)
-		}
-	default:
-		return nil, fmt.Errorf("unknown decision type %q: use approve, edit, reject or respond", t)
-	}
-	return d, nil
 }

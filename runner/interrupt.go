@@ -101,7 +101,18 @@ func pendingInterrupt(cp *store.Checkpoint) *Interrupt {
 var ErrInvalidResume = errors.New("invalid resume value")
 
 // InvalidResume returns an error saying why a resume value was refused.
-func InvalidResume(why error) error { return fmt.Errorf("%w: %v", ErrInvalidResume, why) }
+// It wraps ErrInvalidResume and, the value being the caller's input to
+// fix, ErrInput: the CLI exits 2 and the server answers 422.
+func InvalidResume(why error) error { return refusal{why} }
+
+// refusal is a resume value a node refused.
+type refusal struct{ why error }
+
+func (e refusal) Error() string { return ErrInvalidResume.Error() + ": " + e.why.Error() }
+
+func (e refusal) Is(target error) bool { return target == ErrInvalidResume || target == ErrInput }
+
+func (e refusal) Unwrap() error { return e.why }
 
 // Permanent marks a node error that retrying cannot fix.
 // Permanent(nil) is nil.

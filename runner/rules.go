@@ -103,11 +103,6 @@ type HITL struct {
 	Check func(any) error
 }
 
-// allowed reports whether the gate accepts a decision of type t.
-func (h *HITL) allowed(t string) bool {
-	return len(h.Decisions) == 0 || slices.Contains(h.Decisions, t)
-}
-
 // RuleError ends a run: a rule aborted it, or a rule could not be
 // evaluated (a gate that cannot decide does not let the call through).
 type RuleError struct {

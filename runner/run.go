@@ -67,6 +67,7 @@ type Run struct {
 	awaiting     []string // the calls the resumed gate decides
 	verdictTaken bool
 	midStep      bool // the step resumed with a journal: it had begun
+	llmSeq       int  // the model calls the node's attempt has asked for
 }
 
 // Emit sends an event about node, if the engine has a sink.
@@ -229,8 +230,12 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 	attempts := max(1, s.Retry.MaxAttempts)
 	for a := 1; ; a++ {
+		r.llmSeq = 0
 		upd, err := attempt(ctx, s, in)
 		err = r.Graph.Redact.Error(err)
+		if err != nil && !isA[*Interrupt](err) && !errors.Is(err, ErrInvalidResume) {
+			r.forget() // a retry or a resume makes the attempt's calls again
+		}
 		if err == nil || !s.Retry.retries(err) || ctx.Err() != nil {
 			return upd, err
 		}

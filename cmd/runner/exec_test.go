@@ -75,7 +75,7 @@ func TestExecPauseAndResume(t *testing.T) {
 		t.Fatalf("exit %d, want 3: %s", code, errOut)
 	}
 	code, _, errOut = runCLI(t, execArgs(dir, "ops_actions", "--resume", "ops", "--value", `{"approved": "yes"}`)...)
-	if code != 1 || !strings.Contains(errOut, "invalid resume value") || !strings.Contains(errOut, "/approved") {
+	if code != 2 || !strings.Contains(errOut, "invalid resume value") || !strings.Contains(errOut, "/approved") {
 		t.Fatalf("bad value: exit %d: %s", code, errOut)
 	}
 	code, out, errOut := runCLI(t, execArgs(dir, "ops_actions", "--resume", "ops", "--value", `{"approved": true}`)...)
