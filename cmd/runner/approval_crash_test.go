@@ -24,7 +24,9 @@ const runTimeout = 10 * time.Second
 
 // clerkAgent is an agent whose model asks to create entities through a
 // mutating HTTP tool, which a platform rule gates: every round of
-// create_entity calls pauses for a reviewer before any call runs.
+// create_entity calls pauses for a reviewer before any call runs. It may
+// also look entities up, and a lookup of "secret" pauses for a reviewer
+// after it ran; its budget is two tool calls.
 const clerkAgent = `apiVersion: runner/v1
 kind: Pipeline
 metadata: {name: loop}
@@ -37,7 +39,7 @@ start: ask
 nodes:
   ask:
     type: llm
-    with: {tools: [create_entity]}
+    with: {tools: [create_entity, lookup_entity]}
     next:
       - when: len(state.pending_tool_calls) > 0
         to: act
@@ -58,11 +60,21 @@ rules:
     do: {require_hitl: {checkpoint_type: mutation}}
 ---
 apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: desk}
+rules:
+  - key: desk:review_secrets
+    on: after_tool_call
+    when: result.tool_name == "lookup_entity" && tool.args.name == "secret"
+    do: {require_hitl: {checkpoint_type: disclosure}}
+---
+apiVersion: runner/v1
 kind: Agent
 metadata: {name: clerk}
 pipeline: loop
 model: tiny
-rules: [platform]
+rules: [platform, desk]
+budget: {max_tool_calls: 2}
 ---
 apiVersion: runner/v1
 kind: Model
@@ -80,9 +92,22 @@ parameters:
   required: [name]
 http:
   method: POST
-  url: "%s/entities"
+  url: "%[1]s/entities"
   body: '{"name": args.name}'
-  allow_hosts: [%q]
+  allow_hosts: [%[2]q]
+---
+apiVersion: runner/v1
+kind: Tool
+metadata: {name: lookup_entity}
+parameters:
+  type: object
+  properties: {name: {type: string}}
+  required: [name]
+http:
+  method: POST
+  url: "%[1]s/lookups"
+  body: '{"name": args.name}'
+  allow_hosts: [%[2]q]
 `
 
 // entityService is the create_entity service of the approval crash test.
@@ -95,6 +120,7 @@ type entityService struct {
 	requests map[string]int // idempotency key -> requests
 	executed map[string]int // idempotency key -> executions
 	answers  map[string][]byte
+	delay    time.Duration // each execution takes this long
 	trap     *killTrap     // fires once, then is cleared
 	proc     *os.Process   // the runner running now
 	exited   chan struct{} // closed once proc has been waited for
@@ -128,6 +154,7 @@ func (s *entityService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr = nil
 	}
 	if !seen && (tr == nil || tr.afterExec) {
+		time.Sleep(s.delay)
 		ans = []byte(fmt.Sprintf(`{"created": %q}`, body.Name))
 		s.executed[key]++
 		s.answers[key] = ans
@@ -265,11 +292,22 @@ func (g *approvalRig) output(t *testing.T, args ...string) string {
 func (g *approvalRig) script(t *testing.T, names []string) string {
 	t.Helper()
 	var calls []string
-	for i, name := range names {
-		calls = append(calls, fmt.Sprintf("{id: c%d, name: create_entity, args: {name: %s}}", i+1, name))
+	for _, name := range names {
+		calls = append(calls, "create_entity "+name)
 	}
-	file := fmt.Sprintf("script-%d.yaml", len(names))
-	writeFile(t, filepath.Join(g.dir, file), fmt.Sprintf("- {node: ask, tool_calls: [%s]}\n- {node: ask, text: Done.}\n", strings.Join(calls, ", ")))
+	return g.round(t, fmt.Sprintf("script-%d.yaml", len(names)), calls, 0)
+}
+
+// round writes a scripted model that asks, in one round, for calls
+// ("tool name", as c1, c2, ...), then closes after a pause of delay.
+func (g *approvalRig) round(t *testing.T, file string, calls []string, delay time.Duration) string {
+	t.Helper()
+	var yaml []string
+	for i, c := range calls {
+		tool, name, _ := strings.Cut(c, " ")
+		yaml = append(yaml, fmt.Sprintf("{id: c%d, name: %s, args: {name: %s}}", i+1, tool, name))
+	}
+	writeFile(t, filepath.Join(g.dir, file), fmt.Sprintf("- {node: ask, tool_calls: [%s]}\n- {node: ask, text: Done., delay: %s}\n", strings.Join(yaml, ", "), delay))
 	return file
 }
 
@@ -521,4 +559,64 @@ func asList(v any) []any {
 func indentJSON(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
+}
+
+// TestMixedRoundAcrossCrashes pauses a real `runner exec` on a round that
+// holds one call at a gate and lets another through — a gate before
+// create_entity, and one after a lookup of "secret" — approves it, and
+// SIGKILLs the approval at each of its checkpoints in turn. A resume
+// without a value finishes it: each call executed once in all, the state
+// and the usage those of an approved run that never crashed, within a
+// budget of two tool calls.
+func TestMixedRoundAcrossCrashes(t *testing.T) {
+	g := newApprovalRig(t)
+	g.svc.delay = 50 * time.Millisecond // the kill lands inside a call, not after the run
+	for _, tc := range []struct {
+		gate  string
+		calls []string
+	}{
+		{"before_tool_call", []string{"lookup_entity a", "create_entity Alpha"}},
+		{"after_tool_call", []string{"lookup_entity a", "lookup_entity secret"}},
+	} {
+		t.Run(tc.gate, func(t *testing.T) {
+			script := g.round(t, tc.gate+".yaml", tc.calls, 300*time.Millisecond)
+			ref := g.approvedRun(t, script, "reference-"+tc.gate)
+			checkpoints := g.approvalCheckpoints(t, script, "count-"+tc.gate)
+			for n := 1; n < checkpoints; n++ {
+				thread := fmt.Sprintf("%s-%d", tc.gate, n)
+				if res := g.exec(t, script, "--thread", thread); res.code != exitPaused {
+					t.Fatalf("run: exit %d, want %d (paused)\n%s", res.code, exitPaused, res.stderr)
+				}
+				killAfterCheckpoints(t, g.command("exec", "clerk", "--script", script, "--resume", thread, "--value", `{"approved": true}`, "--events"), n)
+				res := g.exec(t, script, "--resume", thread)
+				if res.code != exitCompleted {
+					t.Fatalf("killed after checkpoint %d: resume: exit %d, want 0\n%s", n, res.code, res.stderr)
+				}
+				_, executed := g.svc.counts(thread)
+				if want := map[string]int{"c1": 1, "c2": 1}; !maps.Equal(executed, want) {
+					t.Errorf("killed after checkpoint %d: executions by call %v, want %v", n, executed, want)
+				}
+				if got, want := finalState(t, res.stdout), finalState(t, ref.stdout); !reflect.DeepEqual(got, want) {
+					t.Errorf("killed after checkpoint %d: state\n%s\nwant (approved, no crash)\n%s", n, indentJSON(got), indentJSON(want))
+				}
+				if got, want := usageLine(res.stderr), usageLine(ref.stderr); got != want || want == "" {
+					t.Errorf("killed after checkpoint %d: usage %q, want (approved, no crash) %q", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+// approvalCheckpoints pauses thread and approves it, without a crash, and
+// returns how many checkpoints the approval wrote.
+func (g *approvalRig) approvalCheckpoints(t *testing.T, script, thread string) int {
+	t.Helper()
+	if res := g.exec(t, script, "--thread", thread); res.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d (paused)\n%s", res.code, exitPaused, res.stderr)
+	}
+	res := g.exec(t, script, "--resume", thread, "--value", `{"approved": true}`, "--events")
+	if res.code != exitCompleted {
+		t.Fatalf("approval: exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	return strings.Count(res.stdout, `"event":"checkpoint"`)
 }
