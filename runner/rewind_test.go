@@ -40,7 +40,8 @@ func TestRewindReplays(t *testing.T) {
 }
 
 // Goto writes values through the reducers and makes a node the next to
-// run: a resume runs it from there; an unknown node is refused.
+// run: a resume runs it from there; an unknown node is refused; END ends
+// the thread where it stands, completed.
 func TestGoto(t *testing.T) {
 	ctx := context.Background()
 	e := &runner.Engine{Store: newStore(t)}
@@ -58,5 +59,15 @@ func TestGoto(t *testing.T) {
 	}
 	if _, err := e.Goto(ctx, g, "t", nil, "nope"); !errors.Is(err, runner.ErrInput) {
 		t.Errorf("goto an unknown node: %v, want ErrInput", err)
+	}
+	if _, err := e.Goto(ctx, g, "t", runner.Update{"n": 1}, "inc"); err != nil {
+		t.Fatal(err)
+	}
+	ts, err = e.Goto(ctx, g, "t", nil, runner.End)
+	if err != nil || ts.Status != runner.StatusCompleted || ts.State["n"] != int64(10) {
+		t.Fatalf("goto END: %v %+v", err, ts)
+	}
+	if _, err := e.Resume(ctx, g, "t", runner.ResumeOptions{}); err == nil {
+		t.Error("a thread ended by goto END resumed")
 	}
 }

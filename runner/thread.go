@@ -188,10 +188,12 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 // Goto writes values to a thread of g through the fields' reducers and
 // makes node the next to run (LangGraph's Command goto): the thread
 // leaves the step it stood in, a pending interrupt with it, and a resume
-// runs node. A running thread cannot be moved; a node g does not have is
-// refused with an error wrapping ErrInput.
+// runs node. Goto End ends the thread there, completed: nothing of the
+// step it left runs (a gated call stays uncalled). A running thread
+// cannot be moved; a node g does not have is refused with an error
+// wrapping ErrInput.
 func (e *Engine) Goto(ctx context.Context, g *Graph, thread string, values Update, node string) (*ThreadState, error) {
-	if g.Nodes[node] == nil {
+	if g.Nodes[node] == nil && node != End {
 		return nil, fmt.Errorf("%w: pipeline %s has no node %q; its nodes are: %v", ErrInput, g.Name, node, nodeNames(g))
 	}
 	r, last, state, values, err := e.edit(ctx, g, thread, values)
@@ -201,6 +203,9 @@ func (e *Engine) Goto(ctx context.Context, g *Graph, thread string, values Updat
 	r.calls, r.sideUpd = nil, nil
 	r.turn = last.Step // what follows is a run of its own: limits count from here
 	rec := cpRecord{node: last.Node, next: node, status: StatusUpdated, writes: values, state: state, snapshot: true}
+	if node == End {
+		rec.status = StatusCompleted
+	}
 	if err := r.checkpoint(ctx, rec); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -64,4 +65,54 @@ func createRecord(values map[string]any) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestGateInterruptValue: a gate's interrupt value is LangChain's HITL
+// request and nothing else at its top — action_requests of {name, args,
+// description}, review_configs of {action_name, allowed_decisions} — with
+// what runner adds under "runner"; and command.goto __end__ ("Mark as
+// Resolved") ends the paused run without the gated call.
+func TestGateInterruptValue(t *testing.T) {
+	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}))
+	e.call("POST", "/threads", map[string]any{"thread_id": "conv"}, 200)
+	paused := e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}}}, 200)
+	intr, _ := paused["__interrupt__"].([]any)
+	if len(intr) != 1 {
+		t.Fatalf("no approval gate: %v", paused)
+	}
+	value := intr[0].(map[string]any)["value"].(map[string]any)
+	if got := sortedKeys(value); got != "[action_requests review_configs runner]" {
+		t.Errorf("interrupt value keys %s, want the HITL request's and runner", got)
+	}
+	action := value["action_requests"].([]any)[0].(map[string]any)
+	if got := sortedKeys(action); got != "[args description name]" || action["name"] != "create_entity" {
+		t.Errorf("action request %v", action)
+	}
+	if got := sortedKeys(value["review_configs"].([]any)[0].(map[string]any)); got != "[action_name allowed_decisions]" {
+		t.Errorf("review config keys %s", got)
+	}
+	extra := value["runner"].(map[string]any)
+	if extra["kind"] == nil || extra["rule"] == nil || len(extra["calls"].([]any)) != 1 || extra["node"] == nil {
+		t.Errorf("runner's extras %v, want kind, node, rule, calls", extra)
+	}
+	out := e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37", "command": map[string]any{"goto": "__end__"}}, 200)
+	if out["__interrupt__"] != nil || out["__error__"] != nil {
+		t.Fatalf("after goto __end__: %v", out)
+	}
+	if rec := createRecord(out); rec != nil {
+		t.Errorf("the gated call left a record after goto __end__: %v", rec)
+	}
+	if th := e.call("GET", "/threads/conv", nil, 200); th["status"] != "idle" {
+		t.Errorf("thread after goto __end__ is %v", th["status"])
+	}
+}
+
+func sortedKeys(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return fmt.Sprint(keys)
 }

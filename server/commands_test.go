@@ -129,3 +129,32 @@ func TestRollback(t *testing.T) {
 		t.Errorf("a new thread rolled back has values %v", th["values"])
 	}
 }
+
+// TestCommandGotoEnd: command.goto __end__ on a paused thread ends the
+// run (success), drops the pending interrupt and runs nothing of the
+// paused step (agent-chat-ui's "Mark as Resolved"); the thread is idle,
+// its values kept, and a new turn starts fresh.
+func TestCommandGotoEnd(t *testing.T) {
+	e := newEnv(t)
+	id := e.call("POST", "/threads", nil, 200)["thread_id"].(string)
+	if out := e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval", "input": map[string]any{"topic": "t"}}, 200); out["__interrupt__"] == nil {
+		t.Fatalf("the run did not pause: %v", out)
+	}
+	before := effects.Load()
+	run := e.call("POST", "/threads/"+id+"/runs", map[string]any{"assistant_id": "approval", "command": map[string]any{"goto": "__end__"}}, 200)["run_id"].(string)
+	e.waitStatus(id, run, "success")
+	if got := effects.Load(); got != before {
+		t.Errorf("the paused step's action ran %d times after goto __end__", got-before)
+	}
+	th := e.call("GET", "/threads/"+id, nil, 200)
+	if th["status"] != "idle" || len(th["interrupts"].(map[string]any)) != 0 || th["values"].(map[string]any)["topic"] != "t" {
+		t.Errorf("thread after goto __end__: %v", th)
+	}
+	if st := e.call("GET", "/threads/"+id+"/state", nil, 200); len(st["next"].([]any)) != 0 || len(st["tasks"].([]any)) != 0 {
+		t.Errorf("state after goto __end__: next %v, tasks %v", st["next"], st["tasks"])
+	}
+	e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": map[string]any{"approved": true}}}, 409)
+	if out := e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval", "input": map[string]any{"topic": "u"}}, 200); out["__interrupt__"] == nil {
+		t.Errorf("a new turn after goto __end__: %v", out)
+	}
+}

@@ -192,12 +192,25 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	if err != nil {
 		return nil, err
 	}
+	if q.goTo == runner.End {
+		return ended(ctx, e, g, thread)
+	}
 	if mode == modeRun {
 		opts := q.opts
 		opts.New = p.from == 0 // the plan read no checkpoint: the run need not read again
 		return e.RunWith(ctx, g, thread, input, opts)
 	}
 	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: q.opts})
+}
+
+// ended is the result of a run that ended its thread with command.goto
+// __end__: the thread as it stands.
+func ended(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string) (*runner.Result, error) {
+	ts, err := e.State(ctx, g, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &runner.Result{Thread: thread, Status: ts.Status, State: ts.State, Checkpoint: ts.Checkpoint}, nil
 }
 
 // applyCommand writes what a run carries beside a new turn's input before

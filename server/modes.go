@@ -93,9 +93,12 @@ func checkpointEvent(thread string, ev runner.Event) map[string]any {
 		next = []string{n}
 		tasks = []any{map[string]any{"id": taskUUID(thread, ev.Step, n), "name": n, "interrupts": []any{}}}
 	}
+	status, _ := d["status"].(string)
+	meta := checkpointMeta(id, ev.Node, status)
+	meta["parents"] = map[string]any{}
 	return map[string]any{"config": map[string]any{"configurable": checkpointRef(thread, id)},
 		"parent_config": parentConfig, "values": outValues(ev.State), "next": next, "tasks": tasks,
-		"metadata": map[string]any{"source": "loop", "step": ev.Step, "status": d["status"], "node": ev.Node, "parents": map[string]any{}}}
+		"metadata": meta}
 }
 
 // langchainEvent is ev as a LangChain stream event, nil for none.

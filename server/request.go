@@ -134,6 +134,9 @@ func (q *runRequest) decodeGoto() error {
 		return problemf(http.StatusUnprocessableEntity, "command.goto with command.resume: goto leaves the interrupted step, so the resume value would go nowhere; send one of them")
 	}
 	q.goTo = list[0]
+	if q.goTo == "__end__" { // LangGraph's END: the run ends the thread where it stands
+		q.goTo = runner.End
+	}
 	return nil
 }
 
@@ -141,7 +144,7 @@ func (q *runRequest) decodeGoto() error {
 // the one it does not have) and sets the run's interrupt_before and
 // interrupt_after ("*": every node).
 func (q *runRequest) forGraph(g *runner.Graph) error {
-	if q.goTo != "" && g.Nodes[q.goTo] == nil {
+	if q.goTo != "" && q.goTo != runner.End && g.Nodes[q.goTo] == nil {
 		return problemf(http.StatusUnprocessableEntity, "command.goto names node %q, which %s does not have; its nodes are: %v", q.goTo, g.Name, nodesOf(g))
 	}
 	var err error

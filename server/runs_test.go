@@ -44,7 +44,7 @@ func TestStreamInterruptResume(t *testing.T) {
 		if d, ok := ev.Data.(map[string]any); ok && ev.Event == "updates" && d["__interrupt__"] != nil {
 			intr := d["__interrupt__"].([]any)[0].(map[string]any)
 			intrID = intr["id"].(string)
-			if v := intr["value"].(map[string]any); v["message"] != "approve act?" || v["action_requests"] == nil {
+			if v := intr["value"].(map[string]any); v["runner"].(map[string]any)["message"] != "approve act?" || v["action_requests"] == nil || v["message"] != nil {
 				t.Errorf("interrupt value %v", v)
 			}
 		}

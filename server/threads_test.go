@@ -301,3 +301,37 @@ func TestServerNamesInTimeOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestHistorySteps: every checkpoint of a history has a step of its own,
+// strictly descending newest first, the thread's input checkpoint at -1
+// with source input, as LangGraph writes them — across a pause, its
+// resume, an edit and a second turn.
+func TestHistorySteps(t *testing.T) {
+	e := newEnv(t)
+	e.call("POST", "/threads", map[string]any{"thread_id": "h"}, 200)
+	e.call("POST", "/threads/h/runs/wait", map[string]any{"assistant_id": "approval", "input": map[string]any{"topic": "a"}}, 200)
+	e.call("POST", "/threads/h/runs/wait", map[string]any{"assistant_id": "approval", "command": map[string]any{"resume": map[string]any{"approved": true}}}, 200)
+	e.call("POST", "/threads/h/state", map[string]any{"values": map[string]any{"topic": "edited"}}, 200)
+	e.call("POST", "/threads/h/runs/wait", map[string]any{"assistant_id": "approval", "input": map[string]any{"topic": "b"}}, 200)
+	hist := e.list("POST", "/threads/h/history", map[string]any{"limit": 100})
+	if len(hist) < 6 {
+		t.Fatalf("history has %d checkpoints", len(hist))
+	}
+	var steps []float64
+	for _, h := range hist {
+		steps = append(steps, h.(map[string]any)["metadata"].(map[string]any)["step"].(float64))
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i] >= steps[i-1] {
+			t.Errorf("steps %v do not strictly descend at %d", steps, i)
+		}
+	}
+	first := hist[len(hist)-1].(map[string]any)["metadata"].(map[string]any)
+	if first["step"] != -1.0 || first["source"] != "input" {
+		t.Errorf("the input checkpoint's metadata %v, want step -1, source input", first)
+	}
+	head := e.call("GET", "/threads/h/state", nil, 200)["metadata"].(map[string]any)
+	if head["step"] != steps[0] {
+		t.Errorf("state's step %v, history head's %v", head["step"], steps[0])
+	}
+}

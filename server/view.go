@@ -133,8 +133,26 @@ func stateJSON(ts *runner.ThreadState, thread string) map[string]any {
 	}
 	return map[string]any{"values": outValues(ts.State), "next": next, "tasks": tasks,
 		"checkpoint": checkpointRef(thread, ts.Checkpoint), "parent_checkpoint": parent,
-		"metadata":   map[string]any{"step": ts.Step, "source": "loop", "status": ts.Status, "node": ts.Node},
+		"metadata":   checkpointMeta(ts.Checkpoint, ts.Node, ts.Status),
 		"created_at": stamp(ts.CreatedAt), "interrupts": interruptsOf(ts)}
+}
+
+// checkpointMeta is a checkpoint's metadata as LangGraph writes it: its
+// source (input: the thread's first checkpoint, which holds the input
+// before any node ran; update: an edit; loop: a step), and its step,
+// which runner numbers by checkpoint: -1 for the input checkpoint, then
+// the checkpoint's id - 1, so each checkpoint of a history has a step of
+// its own, newer ones higher (runner's own step count, which a pause or an
+// edit repeats, is in the checkpoint's status and node).
+func checkpointMeta(id int64, node, status string) map[string]any {
+	source, step := "loop", id-1
+	switch {
+	case id == 1:
+		source, step = "input", -1
+	case status == runner.StatusUpdated:
+		source = "update"
+	}
+	return map[string]any{"source": source, "step": step, "status": status, "node": node}
 }
 
 // checkpointRef is how the API names a checkpoint: its id as a string.
@@ -187,22 +205,52 @@ func interruptList(intr *runner.Interrupt) []any {
 	return out
 }
 
-// interruptJSON is an interrupt as LangGraph's {value, id}: an approval
-// gate's value is LangChain's HITL request (action_requests,
-// review_configs), with the interrupt's kind and message added.
+// interruptJSON is an interrupt as LangGraph's {value, id}. An approval
+// gate's value is LangChain's HITL request — action_requests ({name,
+// args, description}) and review_configs ({action_name,
+// allowed_decisions}) — and nothing else at its top; another interrupt's
+// value is its payload. What runner adds (the interrupt's kind, node,
+// message, resume_schema, and the gate's rule, call ids and the rest of
+// its payload) is under the one key "runner".
 func interruptJSON(intr *runner.Interrupt) map[string]any {
-	value := map[string]any{}
-	for k, v := range intr.Payload {
-		value[k] = v
-	}
-	value["kind"], value["node"] = intr.Kind, intr.Node
+	extra := map[string]any{"kind": intr.Kind, "node": intr.Node}
 	if intr.Message != "" {
-		value["message"] = intr.Message
+		extra["message"] = intr.Message
 	}
 	if intr.ResumeSchema != nil {
-		value["resume_schema"] = intr.ResumeSchema
+		extra["resume_schema"] = intr.ResumeSchema
+	}
+	value := map[string]any{"runner": extra}
+	actions, hitl := intr.Payload["action_requests"].([]any)
+	for k, v := range intr.Payload {
+		switch {
+		case !hitl:
+			value[k] = v
+		case k == "action_requests":
+			value[k] = hitlActions(actions)
+		case k == "review_configs":
+			value[k] = v
+		default:
+			extra[k] = v
+		}
 	}
 	return map[string]any{"value": value, "id": intr.ID}
+}
+
+// hitlActions is a gate's action requests as LangChain's ActionRequest
+// defines them ({name, args, description}): their call ids are in the
+// interrupt's runner.calls.
+func hitlActions(actions []any) []any {
+	out := make([]any, len(actions))
+	for i, a := range actions {
+		m, _ := a.(map[string]any)
+		req := map[string]any{"name": m["name"], "args": m["args"]}
+		if d, ok := m["description"]; ok {
+			req["description"] = d
+		}
+		out[i] = req
+	}
+	return out
 }
 
 // stamp formats a time as the API does.

@@ -130,6 +130,36 @@ check("resume with command, then history newest first", async () => {
   }
 });
 
+check("history: each checkpoint its own step, strictly descending; the input checkpoint is step -1", async () => {
+  const { thread } = await pausedThread();
+  await client.runs.wait(thread.thread_id, AGENT, { command: { resume: APPROVE } });
+  const hist = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  const steps = hist.map((h) => h.metadata.step);
+  for (let i = 1; i < steps.length; i++) {
+    assert.ok(steps[i] < steps[i - 1], `steps ${JSON.stringify(steps)} do not strictly descend`);
+  }
+  assert.equal(steps.at(-1), -1, `steps ${JSON.stringify(steps)}`);
+  assert.equal(hist.at(-1).metadata.source, "input");
+});
+
+check("the interrupt value is the HITL request, runner's extras under one key", async () => {
+  const { chunks } = await pausedThread();
+  const { value } = interruptOf(chunks)[0];
+  assert.deepEqual(Object.keys(value).sort(), ["action_requests", "review_configs", "runner"]);
+  assert.deepEqual(Object.keys(value.action_requests[0]).sort(), ["args", "description", "name"]);
+  assert.deepEqual(Object.keys(value.review_configs[0]).sort(), ["action_name", "allowed_decisions"]);
+});
+
+check("command goto __end__ on a paused thread ends the run; the gated call never runs", async () => {
+  const { thread } = await pausedThread();
+  const values = await client.runs.wait(thread.thread_id, AGENT, { command: { goto: "__end__" } });
+  assert.equal(values.__interrupt__, undefined);
+  assert.equal(createdEntities(values), 0);
+  const t = await client.threads.get(thread.thread_id);
+  assert.equal(t.status, "idle");
+  assert.deepEqual(Object.values(t.interrupts ?? {}).flat(), []);
+});
+
 check("resuming the same interrupt twice runs the side effect once (409)", async () => {
   const { thread } = await pausedThread();
   const values = await client.runs.wait(thread.thread_id, AGENT, { command: { resume: APPROVE } });

@@ -45,3 +45,20 @@ await until("the answer", () => !chat.isLoading && !chat.interrupt &&
 assert.equal(chat.error, undefined);
 view.unmount();
 console.log("ok   useStream: submit, approval interrupt, resume with decisions, answer");
+
+// "Mark as Resolved": a new thread paused at the approval, which the UI
+// ends with command goto __end__; the gated call never runs.
+chat = undefined;
+const second = TestRenderer.create(React.createElement(Chat));
+await until("a first render of a new chat", () => chat);
+chat.submit(
+  { messages: [{ type: "human", content: "Add the new Mitchell Ranch 3H well." }] },
+  { streamMode: ["values"], streamSubgraphs: true, streamResumable: true },
+);
+await until("the second approval request", () => !chat.isLoading && chat.interrupt);
+chat.submit({}, { command: { goto: "__end__" } }); // as agent-chat-ui's handleResolve sends it
+await until("the resolved thread", () => !chat.isLoading && !chat.interrupt);
+assert.equal(chat.error, undefined);
+assert.ok(!(chat.values.tool_results ?? []).some((r) => r.tool_name === "create_entity"), "create_entity did not run");
+second.unmount();
+console.log("ok   useStream: Mark as Resolved (command goto __end__) ends the paused thread");
