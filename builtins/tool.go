@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -11,14 +12,57 @@ import (
 
 // Tool builds the runtime tool of a checked Tool document: its expr, http
 // or builtin implementation behind a check of every call's arguments
-// against the tool's parameter schema. It is what cmd/runner passes as
-// dsl.CompileOptions.Tool.
-func Tool(def *dsl.ToolDef) (runner.Tool, error) {
-	impl, err := toolImpl(def)
+// against the tool's parameter schema. A tool of an MCP server needs a
+// Toolbox, which owns the connection to its server.
+func Tool(def *dsl.ToolDef) (runner.Tool, error) { return (*Toolbox)(nil).Tool(def) }
+
+// Toolbox builds runtime tools as Tool does, and those of MCP servers
+// too: it connects to each server once, at its tool's first call, for
+// every tool it built. Close ends those connections (stopping stdio
+// servers); cmd/runner passes a Toolbox's Tool as dsl.CompileOptions.Tool
+// and closes it with the run or the server.
+type Toolbox struct {
+	mu  sync.Mutex
+	mcp map[*dsl.MCPServerDef]*mcpClient
+}
+
+// Tool builds the runtime tool of def (see Tool).
+func (b *Toolbox) Tool(def *dsl.ToolDef) (runner.Tool, error) {
+	impl, err := toolImpl(def, b)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", def.Name, err)
 	}
 	return Checked(def, impl)
+}
+
+// client returns the Toolbox's client of an MCP server.
+func (b *Toolbox) client(s *dsl.MCPServerDef) (*mcpClient, error) {
+	if b == nil {
+		return nil, fmt.Errorf("MCP server %s: its tools are built by a builtins.Toolbox, which owns the connection", s.Name)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.mcp[s]
+	if c == nil {
+		if b.mcp == nil {
+			b.mcp = map[*dsl.MCPServerDef]*mcpClient{}
+		}
+		c = &mcpClient{def: s}
+		b.mcp[s] = c
+	}
+	return c, nil
+}
+
+// Close ends the Toolbox's connections to MCP servers; a tool it built
+// fails from then on.
+func (b *Toolbox) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for _, c := range b.mcp {
+		errs = append(errs, c.close())
+	}
+	return errors.Join(errs...)
 }
 
 // Checked returns impl behind the argument validation of def: a mock in a
@@ -42,20 +86,31 @@ type ToolKind struct {
 	Doc      string
 	External bool
 	Set      func(*dsl.ToolDef) bool
-	Build    func(*dsl.ToolDef) (runner.Tool, error)
+	Build    func(*dsl.ToolDef, *Toolbox) (runner.Tool, error)
 }
 
 // ToolKinds are the tool implementations, one spec each.
 var ToolKinds = []ToolKind{
 	{Key: "expr", Doc: "a pure expression over args and state",
 		Set:   func(d *dsl.ToolDef) bool { return d.Expr != nil },
-		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return exprTool(d.Name, d.Expr), nil }},
+		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) { return exprTool(d.Name, d.Expr), nil }},
 	{Key: "http", Doc: "an HTTP request with templated URL, headers and body, and a response mapping", External: true,
-		Set:   func(d *dsl.ToolDef) bool { return d.HTTP != nil },
-		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return newHTTPTool(d.Name, d.HTTP, d.Timeout), nil }},
+		Set: func(d *dsl.ToolDef) bool { return d.HTTP != nil },
+		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) {
+			return newHTTPTool(d.Name, d.HTTP, d.Timeout), nil
+		}},
 	{Key: "builtin", Doc: "a Go function of this package",
 		Set:   func(d *dsl.ToolDef) bool { return d.Builtin != "" },
-		Build: func(d *dsl.ToolDef) (runner.Tool, error) { return builtinTool(d.Builtin) }},
+		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) { return builtinTool(d.Builtin) }},
+	{Key: "mcp", Doc: "a tool of an MCP server, selected by an MCPServer document", External: true,
+		Set: func(d *dsl.ToolDef) bool { return d.MCP != nil },
+		Build: func(d *dsl.ToolDef, b *Toolbox) (runner.Tool, error) {
+			c, err := b.client(d.MCP.Server)
+			if err != nil {
+				return nil, err
+			}
+			return &mcpTool{def: d.MCP, client: c}, nil
+		}},
 }
 
 // KindOf returns the kind of tool a definition implements, or nil.
@@ -69,9 +124,9 @@ func KindOf(def *dsl.ToolDef) *ToolKind {
 }
 
 // toolImpl returns the implementation a definition sets.
-func toolImpl(def *dsl.ToolDef) (runner.Tool, error) {
+func toolImpl(def *dsl.ToolDef, b *Toolbox) (runner.Tool, error) {
 	if k := KindOf(def); k != nil {
-		return k.Build(def)
+		return k.Build(def, b)
 	}
 	return nil, errors.New("no implementation: set one of expr, http or builtin")
 }

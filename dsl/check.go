@@ -76,11 +76,12 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		jsonSchemas: map[string]error{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
 			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
-			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, Docs: docs},
+			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, MCPServers: map[string]*MCPServerDef{}, Docs: docs},
 	}
 	for _, d := range docs {
 		k.index(d)
 	}
+	k.checkKind(KindMCPServer, k.mcpServer) // first: its tools are referred to as any tool
 	k.checkKind(KindRuleSet, k.ruleSet)
 	k.checkKind(KindPipeline, k.pipeline)
 	k.agentModels()
@@ -184,8 +185,8 @@ func (k *check) unused(kind, what string) {
 		}
 	}
 	for _, name := range k.names(kind) {
-		if !k.used[kind][name] {
-			d := k.byKind[kind][name]
+		d := k.byKind[kind][name]
+		if !k.used[kind][name] && d.Kind == kind { // not an MCP server's tool
 			k.diags.Warnf(d.Pos(mapGet(d.Get("metadata"), "name")), CodeRefUnused, "%s %q is not used by any agent, skill, pipeline or test", what, name)
 		}
 	}

@@ -328,6 +328,7 @@ func (k *check) test(d *Document) {
 		t.Expect.Approval = &ExpectApproval{}
 		k.decode(d, n, t.Expect.Approval, "expect.approval")
 		t.Expect.Approval.Args, _ = runner.NormalizeJSON(toJSON(orEmpty(mapGet(n, "args")))).(map[string]any)
+		k.toolArgs(d, mapGet(n, "args"), t.Expect.Approval.Tool, t.Expect.Approval.Args)
 	}
 	pairs(mapGet(ex, "tool_runs"), func(key, _ *yaml.Node) { k.ref(d, key, KindTool, "tool") })
 	for _, a := range items(mapGet(ex, "assert")) {

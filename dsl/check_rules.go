@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func (k *check) ruleSet(d *Document) {
 			k.diags.Errorf(d.Pos(mapGet(r, "key")), CodeRefDuplicate, "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
 		}
 		keys[rule.Key] = true
-		env := k.ruleEnv(rs.State, rule.On)
+		env := k.ruleEnv(rs.State, rule.On, k.mcpRuleArgs(d, mapGet(r, "when"), lang))
 		if w := mapGet(r, "when"); w != nil {
 			rule.When = &Condition{Expression{node: w}}
 			rule.When.Program = k.compile(d, w, lang, env, BoolType)
@@ -101,11 +102,16 @@ func (k *check) ruleSet(d *Document) {
 	k.proj.RuleSets[rs.Name] = rs
 }
 
-// ruleEnv is the environment of a trigger's rules over a declared state.
-// Rule sets that declare the same state share one, so its compiled forms
-// (a CEL environment is costly to build) are built once per Check.
-func (k *check) ruleEnv(state *Type, trigger string) *Env {
-	key := ruleEnvKey{state.signature(), trigger}
+// ruleEnv is the environment of a trigger's rules over a declared state;
+// args, when not nil, types tool.args and result.input (a rule on one
+// pinned MCP tool). Rule sets that declare the same state share one, so
+// its compiled forms (a CEL environment is costly to build) are built
+// once per Check.
+func (k *check) ruleEnv(state *Type, trigger string, args *Type) *Env {
+	key := ruleEnvKey{state.signature(), trigger, ""}
+	if args != nil {
+		key.args = args.signature()
+	}
 	if e := k.ruleEnvs[key]; e != nil {
 		return e
 	}
@@ -113,17 +119,33 @@ func (k *check) ruleEnv(state *Type, trigger string) *Env {
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
+	if args != nil {
+		vars["tool"] = withField(vars["tool"], "args", args)
+		vars["result"] = withField(vars["result"], "input", args)
+	}
 	e := k.env(vars)
 	k.ruleEnvs[key] = e
 	return e
 }
 
+// withField is object type t with field name of type f; nil when t is.
+func withField(t *Type, name string, f *Type) *Type {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.Fields = maps.Clone(t.Fields)
+	c.Fields[name] = f
+	return &c
+}
+
 // ruleEnvKey is what a rule's environment depends on: the signature of
-// the state and the trigger (whose variables' types are many: writing
-// their signature is what k.env would do).
+// the state, the trigger (whose variables' types are many: writing
+// their signature is what k.env would do) and that of the tool's args.
 type ruleEnvKey struct {
 	state   string
 	trigger string
+	args    string
 }
 
 // action checks a rule's action parameters: texts are templates over the

@@ -64,6 +64,8 @@ const (
 	CodeModelAgent  = "model.agent"
 	CodeBudgetLimit = "budget.repeats-limit"
 	CodeURL         = "url.invalid"
+	CodeMCPPin      = "mcp.pin"
+	CodeTestArgs    = "test.args"
 
 	// compile: what Checker.Compile refuses
 	CodeCompileBuild = "compile.build"
@@ -118,6 +120,8 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeModelAgent, "the agent's model called where no agent gives one"},
 	{CodeBudgetLimit, "an agent's budget max_steps or timeout that repeats its pipeline's limit (warning)"},
 	{CodeURL, "an http tool's url or a model's base_url refused"},
+	{CodeMCPPin, "an MCP server's tool not pinned, a pin edited by hand or no longer selected (warnings, but for an edited pin)"},
+	{CodeTestArgs, "a Test's expected tool arguments that do not fit the tool's parameters"},
 	{CodeCompileBuild, "a node, tool or rule that cannot be built for this run"},
 	{CodeCompileModel, "a model that cannot be reached for this run: no API key, no script"},
 }

@@ -17,6 +17,9 @@ const (
 	KindTool     = "Tool"
 	KindModel    = "Model"
 	KindTest     = "Test"
+	// KindMCPServer is a Model Context Protocol server whose tools the
+	// project uses.
+	KindMCPServer = "MCPServer"
 )
 
 // End is the name routes use to finish a run.
@@ -30,8 +33,10 @@ type Project struct {
 	Tools     map[string]*ToolDef
 	Models    map[string]*ModelDef
 	Skills    map[string]*SkillDef
-	Tests     []*TestDef
-	Docs      []*Document
+	// MCPServers are the MCP servers; each tool they offer is in Tools.
+	MCPServers map[string]*MCPServerDef
+	Tests      []*TestDef
+	Docs       []*Document
 }
 
 // TestDef is a checked Test document.
@@ -143,6 +148,7 @@ type ToolDef struct {
 	Expr    *Program
 	HTTP    *HTTPDef
 	Builtin string
+	MCP     *MCPTool // a tool of an MCP server (Doc is the server's)
 }
 
 // HTTPDef is an http tool's request and response mapping.

@@ -19,11 +19,16 @@ func guardOf(c *Condition) *runner.Guard {
 	if c == nil || c.Program == nil || c.Program.Lang() != CEL {
 		return nil
 	}
+	return celGuard(c.Program.Text())
+}
+
+// celGuard is the guard of a CEL condition's text (see guardOf).
+func celGuard(text string) *runner.Guard {
 	base, err := celBase()
 	if err != nil {
 		return nil
 	}
-	a, iss := base.Parse(c.Program.Text())
+	a, iss := base.Parse(text)
 	if iss.Err() != nil {
 		return nil
 	}

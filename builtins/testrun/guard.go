@@ -23,17 +23,18 @@ var errRefused = errors.New("runner test: a call the Test does not answer")
 type liveGuard struct {
 	test    *dsl.TestDef
 	live    bool
+	tools   *builtins.Toolbox // builds the live tools
 	cancel  context.CancelCauseFunc
 	mu      sync.Mutex
 	refused []string
 }
 
-// tool is the compiler's tool builder for the Test: builtins.Tool, or a
+// tool is the compiler's tool builder for the Test: the Toolbox's, or a
 // refusal for a tool of an external kind.
 func (g *liveGuard) tool(def *dsl.ToolDef) (runner.Tool, error) {
 	k := builtins.KindOf(def)
 	if g.live || k == nil || !k.External {
-		return builtins.Tool(def)
+		return g.tools.Tool(def)
 	}
 	return builtins.Checked(def, runner.ToolFunc(func(context.Context, *runner.ToolCall) (any, error) {
 		return nil, g.refuse(fmt.Sprintf("%s tool %s was called, but the Test does not mock it; "+

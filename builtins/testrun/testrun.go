@@ -30,7 +30,8 @@ func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.Te
 	if err != nil {
 		return []string{err.Error()}
 	}
-	guard := &liveGuard{test: t, live: live}
+	guard := &liveGuard{test: t, live: live, tools: &builtins.Toolbox{}}
+	defer guard.tools.Close() // the MCP servers of a live Test stop with it
 	ctx, guard.cancel = context.WithCancelCause(ctx)
 	defer guard.cancel(nil)
 	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: guard.tool, Mocks: ms,

@@ -87,7 +87,9 @@ func execTarget(cmd *cobra.Command, arg string) (*runner.Result, error) {
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	target, err := compileTarget(cmd, cfg, arg)
+	tools := &builtins.Toolbox{} // its MCP servers stop with the run
+	defer tools.Close()
+	target, err := compileTarget(cmd, cfg, arg, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +253,9 @@ type target struct {
 }
 
 // compileTarget checks the definitions and compiles the agent or pipeline,
-// with the budget overrides of cfg and the replies of --script.
-func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error) {
+// with the budget overrides of cfg and the replies of --script, its tools
+// built by tools.
+func compileTarget(cmd *cobra.Command, cfg *Config, arg string, tools *builtins.Toolbox) (*target, error) {
 	paths, name, err := resolveTarget(cfg.Paths, arg)
 	if err != nil {
 		return nil, usageErr(err)
@@ -261,7 +264,7 @@ func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error)
 	if err != nil {
 		return nil, err
 	}
-	opt, err := compileOptions(cmd, cfg)
+	opt, err := compileOptions(cmd, cfg, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -276,10 +279,11 @@ func compileTarget(cmd *cobra.Command, cfg *Config, arg string) (*target, error)
 	return &target{graph: g}, nil
 }
 
-// compileOptions are the options exec and serve compile with: the budget
-// overrides of cfg, and the replies of --script for every LLM call.
-func compileOptions(cmd *cobra.Command, cfg *Config) (dsl.CompileOptions, error) {
-	opt := dsl.CompileOptions{Tool: builtins.Tool, Budget: cfg.Budget, Provider: builtins.Providers()}
+// compileOptions are the options exec and serve compile with: tools built
+// by tools, the budget overrides of cfg, and the replies of --script for
+// every LLM call.
+func compileOptions(cmd *cobra.Command, cfg *Config, tools *builtins.Toolbox) (dsl.CompileOptions, error) {
+	opt := dsl.CompileOptions{Tool: tools.Tool, Budget: cfg.Budget, Provider: builtins.Providers()}
 	if file, _ := cmd.Flags().GetString("script"); file != "" {
 		script, err := dsl.LoadScript(file)
 		if err != nil {

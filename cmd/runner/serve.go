@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/builtins/testrun"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
@@ -68,7 +69,9 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	graphs, unserved, err := compileAll(cmd, cfg, checker, proj)
+	tools := &builtins.Toolbox{} // its MCP servers stop with the server
+	defer tools.Close()
+	graphs, unserved, err := compileAll(cmd, cfg, checker, proj, tools)
 	if err != nil {
 		return err
 	}
@@ -209,11 +212,11 @@ func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) 
 	return err
 }
 
-// compileAll compiles every agent and pipeline of proj; one that cannot
-// compile (a model without its API key, say) is left out, with the reason
-// in unserved.
-func compileAll(cmd *cobra.Command, cfg *Config, checker *dsl.Checker, proj *dsl.Project) (graphs map[string]*runner.Graph, unserved map[string]error, err error) {
-	opt, err := compileOptions(cmd, cfg)
+// compileAll compiles every agent and pipeline of proj, their tools built
+// by tools; one that cannot compile (a model without its API key, say) is
+// left out, with the reason in unserved.
+func compileAll(cmd *cobra.Command, cfg *Config, checker *dsl.Checker, proj *dsl.Project, tools *builtins.Toolbox) (graphs map[string]*runner.Graph, unserved map[string]error, err error) {
+	opt, err := compileOptions(cmd, cfg, tools)
 	if err != nil {
 		return nil, nil, err
 	}

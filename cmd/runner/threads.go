@@ -220,7 +220,8 @@ func pipelineFor(cmd *cobra.Command, name, agent string) (*runner.Graph, error) 
 	if err != nil || diags.HasErrors(false) {
 		return nil, errors.Join(err, errors.New("the definitions here do not load"))
 	}
-	opt := dsl.CompileOptions{Tool: builtins.Tool, Provider: builtins.ScriptedProviders(nil), Agent: proj.Agents[agent]}
+	// tools no run calls: their Toolbox connects to no MCP server
+	opt := dsl.CompileOptions{Tool: (&builtins.Toolbox{}).Tool, Provider: builtins.ScriptedProviders(nil), Agent: proj.Agents[agent]}
 	g, err := checker.Compile(proj, name, opt)
 	if err == nil || opt.Agent != nil {
 		return g, err // as the thread ran: what the threads commands write carries its definitions
