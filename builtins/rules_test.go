@@ -315,8 +315,8 @@ func TestGateFailsClosed(t *testing.T) {
 	g, cnt := gateRig(t, askToCreate)
 	e := engine(t)
 	paused(t, e, g, cnt)
-	if _, err := e.Run(context.Background(), g, "t1", nil); !errors.Is(err, runner.ErrThreadBusy) || !strings.Contains(err.Error(), "--resume t1") {
-		t.Errorf("a new run on a paused thread: %v; want it refused, pointing at --resume", err)
+	if _, err := e.Run(context.Background(), g, "t1", nil); !errors.Is(err, runner.ErrThreadBusy) || !errors.Is(err, runner.ErrUnfinished) {
+		t.Errorf("a new run on a paused thread: %v; want it refused as unfinished (to resume)", err)
 	}
 	bad := []struct {
 		name  string

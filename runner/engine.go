@@ -139,8 +139,7 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 	}
 	last := cps[len(cps)-1]
 	if last.Status != StatusCompleted {
-		return nil, fmt.Errorf("%w: thread %s is %s at node %s; resume it instead of starting a new run (runner exec --resume %s)",
-			ErrThreadBusy, r.Thread, last.Status, last.Next, r.Thread)
+		return nil, fmt.Errorf("%w: thread %s is %s at node %s; %w", ErrThreadBusy, r.Thread, last.Status, last.Next, ErrUnfinished)
 	}
 	if last.Pipeline != r.Graph.Name {
 		return nil, fmt.Errorf("%w: thread %s runs pipeline %s, not %s", ErrThreadBusy, r.Thread, last.Pipeline, r.Graph.Name)
@@ -169,6 +168,11 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 // run: it waits to be resumed, or runs another pipeline; and by Run and
 // Resume for a thread that runs elsewhere (its lease is held).
 var ErrThreadBusy = errors.New("thread cannot start a new run")
+
+// ErrUnfinished is, with ErrThreadBusy, Run's error for a thread whose
+// last run did not complete (it is paused, failed, cancelled, timed out or
+// crashed): it is resumed, not started again.
+var ErrUnfinished = errors.New("resume it instead of starting a new run")
 
 // ResumeOptions say how to resume a thread.
 type ResumeOptions struct {

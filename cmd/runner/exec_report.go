@@ -50,7 +50,7 @@ func finishExec(cmd *cobra.Command, res *runner.Result, err error) error {
 		fmt.Fprintln(w, "runner:", errorText(rep.Error))
 	}
 	if rep.Next != nil {
-		fmt.Fprintf(w, "%s: %s\n", nextLabel(rep.Status), *rep.Next)
+		fmt.Fprintf(w, "%s: %s\n", nextLabel(*rep.Next), *rep.Next)
 	}
 	events, _ := cmd.Flags().GetBool("events")
 	format, _ := cmd.Flags().GetString("output")
@@ -120,6 +120,9 @@ func errorOutcome(cmd *cobra.Command, err error) (int, *execReport) {
 		rep.Error.Code = "invalid_input"
 	case errors.Is(err, runner.ErrThreadBusy):
 		rep.Error.Code = "thread_busy"
+		if thread, _ := cmd.Flags().GetString("thread"); errors.Is(err, runner.ErrUnfinished) {
+			rep.Next = new(resumeCommand(cmd, thread))
+		}
 	default:
 		code, rep.Status, rep.Error.Code = exitFailed, runner.StatusFailed, "error"
 	}
@@ -142,11 +145,11 @@ func errorText(e *runner.RunError) string {
 }
 
 // nextLabel introduces the command to run next.
-func nextLabel(status string) string {
-	if status == statusRefused {
-		return "run it with"
+func nextLabel(next string) string {
+	if strings.Contains(next, " --resume ") {
+		return "resume with"
 	}
-	return "resume with"
+	return "run it with"
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -169,7 +169,7 @@ func TestExecConversation(t *testing.T) {
 		t.Errorf("a paused run reports %s, want the pipeline's declared output", out)
 	}
 	code, _, errOut = runCLI(t, say("hello?")...)
-	if code != 2 || !strings.Contains(errOut, "--resume conv") {
+	if code != 2 || !strings.Contains(errOut, "resume it instead of starting a new run\nresume with: runner exec rule_37 --resume conv --store sqlite:"+filepath.Join(dir, "state.db")+" --script "+script+"\n") {
 		t.Errorf("a new run of a paused thread: exit %d: %s", code, errOut)
 	}
 	code, out, _ = runCLI(t, "threads", "history", "conv", "--oldest-first", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
