@@ -65,15 +65,21 @@ func TestRetentionSweep(t *testing.T) {
 	if hist, _ := e.store.History(ctx, "busy"); len(hist) < len(busy) {
 		t.Errorf("running thread has %d checkpoints after a sweep, want at least its %d", len(hist), len(busy))
 	}
-	m := e.scrape()
-	if v := sample(m, "runner_retention_pruned_checkpoints_total"); v < 3 { // start, a, b: c stays
-		t.Errorf("runner_retention_pruned_checkpoints_total = %v, want the idle thread's 3 or more", v)
-	}
-	if v := sample(m, `runner_retention_sweeps_total{result="ok"}`); v < 1 {
-		t.Errorf(`runner_retention_sweeps_total{result="ok"} = %v, want >= 1`, v)
-	}
-	if !strings.Contains(logs.String(), `msg="retention sweep" threads=2`) || !strings.Contains(logs.String(), "skipped=1") {
-		t.Errorf("logs have no sweep of 2 threads that skipped the running one:\n%s", logs.String())
+	// the sweep that pruned the idle thread records its figures when it
+	// has visited every thread: wait for them
+	for {
+		m := e.scrape()
+		pruned, ok := sample(m, "runner_retention_pruned_checkpoints_total"), sample(m, `runner_retention_sweeps_total{result="ok"}`)
+		logged := strings.Contains(logs.String(), `msg="retention sweep" threads=2`) && strings.Contains(logs.String(), "skipped=1")
+		if pruned >= 3 && ok >= 1 && logged { // start, a, b: c stays
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the sweep: runner_retention_pruned_checkpoints_total = %v (want the idle thread's 3 or more), "+
+				`runner_retention_sweeps_total{result="ok"} = %v (want >= 1), a logged sweep of 2 threads that skipped the running one: %v; logs:\n%s`,
+				pruned, ok, logged, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	close(e.release)
 	e.waitStatus("busy", run, "success")
