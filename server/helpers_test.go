@@ -128,6 +128,7 @@ type env struct {
 	url     string
 	srv     *server.Server
 	store   store.Store
+	db      string // the SQLite file of store
 	release chan struct{}
 	key     string
 }
@@ -135,11 +136,12 @@ type env struct {
 // newEnv serves the test graphs from a SQLite file store.
 func newEnv(t *testing.T, tweak ...func(*server.Config)) *env {
 	t.Helper()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	db := filepath.Join(t.TempDir(), "state.db")
+	st, err := sqlite.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: st, release: make(chan struct{}), key: testKey}
+	e := &env{t: t, store: st, db: db, release: make(chan struct{}), key: testKey}
 	cfg := server.Config{Store: st, Heartbeat: 50 * time.Millisecond,
 		Graphs: map[string]*runner.Graph{"approval": approvalGraph(), "slow": slowGraph(e.release), "fail": failGraph(),
 			"steps": stepsGraph(), "hold": holdGraph(e.release)},
@@ -151,7 +153,10 @@ func newEnv(t *testing.T, tweak ...func(*server.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(e.srv)
+	hs := httptest.NewUnstartedServer(e.srv)
+	hs.Config = e.srv.HTTPServer() // with the server's timeouts and limits
+	hs.Listener = e.srv.Listener(hs.Listener)
+	hs.Start()
 	e.url = hs.URL
 	t.Cleanup(func() {
 		hs.Close()

@@ -30,6 +30,8 @@ type metrics struct {
 	toolLatency   *prometheus.HistogramVec
 	investSteps   prometheus.Histogram
 	investigation *prometheus.CounterVec
+	// refusals past the server's limits, by reason (bounds.go)
+	refusals *prometheus.CounterVec
 }
 
 // newMetrics registers the series; pending approvals are counted from
@@ -65,6 +67,7 @@ func newMetrics(st store.Store) *metrics {
 		Help: "Planner steps of an ended investigation.", Buckets: prometheus.LinearBuckets(1, 1, 20)})
 	f(m.investSteps)
 	m.investigation = counter("ops_agent_investigation_completed_total", "Investigations ended, by their status and severity.", "status", "severity")
+	m.refusals = newRefusals(m.reg)
 	f(collectors.NewGoCollector())                                       // go_*: heap, GC, goroutines
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) // process_*: resident memory, CPU, open files
 	f(&pendingApprovals{st: st, desc: prometheus.NewDesc("runner_pending_approvals",

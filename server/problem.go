@@ -90,5 +90,8 @@ func decodeBody(r *http.Request, v any) error {
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return err
 	}
+	if _, ok := errors.AsType[*problem](err); ok { // a body too slow (bound)
+		return err
+	}
 	return problemf(http.StatusUnprocessableEntity, "the request body is not valid JSON for this endpoint: %v", err)
 }

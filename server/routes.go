@@ -54,9 +54,9 @@ func (s *Server) routes() *http.ServeMux {
 	if !s.cfg.OwnMetricsListener {
 		mux.Handle("GET /metrics", s.metrics.handler())
 	}
-	mux.Handle("/", s.authenticate(s.limitBody(api)))
+	mux.Handle("/", s.authenticate(s.limitStreams(s.limitBody(api))))
 	outer := http.NewServeMux()
-	outer.Handle("/", s.logRequests(s.cors(mux)))
+	outer.Handle("/", s.bound(s.logRequests(s.cors(mux))))
 	return outer
 }
 

@@ -63,6 +63,9 @@ type Config struct {
 	// MaxStream is the longest a stream stays open (default 1h): it then
 	// ends with an error event, and the client rejoins with Last-Event-ID.
 	MaxStream time.Duration
+	// Limits bound connections, requests and streams (bounds.go); a zero
+	// field takes its DefaultLimits value.
+	Limits Limits
 	// Tests are the project's Test documents, run by POST /tests/run
 	// (nil: not served).
 	Tests *testrun.Suite
@@ -109,6 +112,7 @@ type Server struct {
 	testing  sync.Mutex // held while POST /tests/run runs Tests
 
 	metrics *metrics
+	streams streamCount // the event streams open (bounds.go)
 	tracing *tracing
 	convs   *convHub
 }
@@ -145,6 +149,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxStream <= 0 {
 		cfg.MaxStream = time.Hour
 	}
+	cfg.Limits = cfg.Limits.orDefaults()
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}

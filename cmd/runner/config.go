@@ -53,6 +53,10 @@ type ServeConfig struct {
 	// APIKeys maps the hex SHA-256 of each API key to its tenant
 	// (serve: {api_keys: {<sha256>: acme}}).
 	APIKeys map[string]string `koanf:"api_keys"`
+	// Limits bound connections, requests and streams (serve:
+	// {read_timeout: 30s, max_streams: 5000}, RUNNER_SERVE_READ_TIMEOUT);
+	// the flags of the same names override them.
+	Limits server.Limits `koanf:"-"`
 }
 
 // defaultPaths are loaded when no runner.yaml names others.
@@ -85,7 +89,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		if key == "paths" {
 			return key, strings.Split(v, ",")
 		}
-		for _, section := range []string{"budget", "retention"} {
+		for _, section := range []string{"budget", "retention", "serve"} {
 			if field, ok := strings.CutPrefix(key, section+"_"); ok {
 				return section + "." + field, v
 			}
@@ -107,6 +111,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	}
 	if err := k.UnmarshalWithConf("retention", &cfg.Retention, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return nil, fmt.Errorf("retention settings: %w", err)
+	}
+	if err := k.UnmarshalWithConf("serve", &cfg.Serve.Limits, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
+		return nil, fmt.Errorf("serve settings: %w", err)
 	}
 	if cfg.RetentionEvery, err = retentionEvery(k, cfg.Retention); err != nil {
 		return nil, err

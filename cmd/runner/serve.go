@@ -56,6 +56,14 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.String("metrics-addr", "", "serve GET /metrics on this address only, not on --addr (keep it off public networks either way)")
 	f.Duration("heartbeat", 5*time.Second, "keep-alive interval: a quiet stream's comment, a newline before a long runs/wait or join answer")
 	f.Bool("explain", false, "say which agents and pipelines would be served, and why the others would not, then exit")
+	d := server.DefaultLimits
+	f.Duration("read-header-timeout", d.ReadHeaderTimeout, "the longest a client may take to send a request's headers")
+	f.Duration("read-timeout", d.ReadTimeout, "the longest a client may take to send a whole request, body included (then 408)")
+	f.Duration("write-timeout", d.WriteTimeout, "the longest one write of an answer or stream may wait for the client to read (then it is dropped; its run goes on)")
+	f.Duration("idle-timeout", d.IdleTimeout, "how long a keep-alive connection may wait for its next request")
+	f.Int("max-connections", d.MaxConnections, "the most connections open at once (past it: 429)")
+	f.Int("max-streams", d.MaxStreams, "the most event streams open at once, of all tenants (past it: 429)")
+	f.Int("max-tenant-streams", d.MaxTenantStreams, "the most event streams one tenant may have open at once (past it: 429)")
 	return cmd
 }
 
@@ -119,6 +127,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj}}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
 	scfg.Heartbeat = beat
+	scfg.Limits = serveLimits(cmd, cfg.Serve.Limits)
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
 	scfg.OwnMetricsListener = metricsAddr != ""
 	if tp != nil {
@@ -139,6 +148,25 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	return listen(ctx, cmd, srv, len(graphs))
 }
 
+// serveLimits are runner.yaml's serve limits l, each overridden by its
+// flag when given.
+func serveLimits(cmd *cobra.Command, l server.Limits) server.Limits {
+	f := cmd.Flags()
+	for name, v := range map[string]*time.Duration{"read-header-timeout": &l.ReadHeaderTimeout,
+		"read-timeout": &l.ReadTimeout, "write-timeout": &l.WriteTimeout, "idle-timeout": &l.IdleTimeout} {
+		if f.Changed(name) {
+			*v, _ = f.GetDuration(name)
+		}
+	}
+	for name, v := range map[string]*int{"max-connections": &l.MaxConnections,
+		"max-streams": &l.MaxStreams, "max-tenant-streams": &l.MaxTenantStreams} {
+		if f.Changed(name) {
+			*v, _ = f.GetInt(name)
+		}
+	}
+	return l
+}
+
 // shutdownTracing flushes the spans the provider holds, for at most 5 s.
 func shutdownTracing(cmd *cobra.Command, tp interface{ Shutdown(context.Context) error }) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -157,7 +185,9 @@ func serveMetrics(cmd *cobra.Command, addr string, h http.Handler) (func(), erro
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	d := server.DefaultLimits
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: d.ReadHeaderTimeout, ReadTimeout: d.ReadTimeout,
+		WriteTimeout: d.WriteTimeout, IdleTimeout: d.IdleTimeout}
 	go func() { _ = hs.Serve(ln) }()
 	fmt.Fprintf(cmd.ErrOrStderr(), "runner: metrics at http://%s/metrics\n", ln.Addr())
 	return func() { _ = hs.Close() }, nil
@@ -185,9 +215,9 @@ func listen(ctx context.Context, cmd *cobra.Command, srv *server.Server, n int) 
 	if err != nil {
 		return usageErr(err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	fmt.Fprintf(cmd.ErrOrStderr(), "runner: serving %d assistants on http://%s\n", n, ln.Addr())
 	select {
 	case err := <-served:

@@ -157,3 +157,30 @@ func decode(t *testing.T, resp *http.Response, v any) {
 		t.Fatalf("decode %s: %v", resp.Request.URL, err)
 	}
 }
+
+// TestServeLimits takes each of serve's limits from its flag when given,
+// else from runner.yaml's serve section (or RUNNER_SERVE_*), else leaves
+// it to the server's default.
+func TestServeLimits(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "runner.yaml"), "serve:\n  read_timeout: 2s\n  idle_timeout: 1m\n  max_streams: 7\n  max_tenant_streams: 3\n")
+	t.Chdir(dir)
+	t.Setenv("RUNNER_SERVE_MAX_CONNECTIONS", "50")
+	root := newRoot()
+	serve, _, err := root.Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.ParseFlags([]string{"--idle-timeout", "5s", "--max-tenant-streams", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := serveLimits(serve, cfg.Serve.Limits)
+	want := server.Limits{ReadTimeout: 2 * time.Second, IdleTimeout: 5 * time.Second, MaxConnections: 50, MaxStreams: 7, MaxTenantStreams: 4}
+	if got != want {
+		t.Errorf("limits = %+v, want %+v", got, want)
+	}
+}
