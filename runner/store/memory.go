@@ -230,6 +230,9 @@ func (m *memory) Release(_ context.Context, l Lease) error {
 // Close does nothing: the memory store stays usable until it is dropped.
 func (m *memory) Close() error { return nil }
 
+// Probe reports that memory can always be written.
+func (m *memory) Probe(context.Context) error { return nil }
+
 // clone deep-copies cp, with CreatedAt in UTC, without what is not
 // stored (Lease, Release); without the Writes and Snapshot unless full.
 func clone(cp *Checkpoint, full bool) *Checkpoint {

@@ -30,6 +30,26 @@ var ErrLeased = errors.New("thread is leased")
 // is no longer the thread's: another owner took the thread over.
 var ErrFenced = errors.New("lease fenced: the thread was taken over")
 
+// ErrUnavailable is wrapped by the errors of a store that cannot be
+// reached, read or written for now: a database server that is down, a
+// file that cannot be written, a lock held too long. The request may
+// succeed later (a server answers 503); the store heals by itself when
+// the fault is repaired.
+var ErrUnavailable = errors.New("store unavailable")
+
+// ErrFull is wrapped by the errors of a write refused because the
+// store's disk is full (a server answers 507); errors.Is(err,
+// ErrUnavailable) holds for it too.
+var ErrFull = fmt.Errorf("%w: disk full", ErrUnavailable)
+
+// Prober is a store that can tell whether it can be written now.
+type Prober interface {
+	// Probe writes a tiny heartbeat record the way the store's writes
+	// go: nil when it could, else an error wrapping ErrUnavailable
+	// (ErrFull for a full disk) or saying what else failed.
+	Probe(ctx context.Context) error
+}
+
 // Checkpoint is the durable record of one step of a thread.
 type Checkpoint struct {
 	Thread string `json:"thread"`

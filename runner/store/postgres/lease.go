@@ -46,12 +46,12 @@ func (s *pgStore) Acquire(ctx context.Context, thread, owner string, ttl time.Du
 	if errors.Is(err, pgx.ErrNoRows) {
 		holder, _, until, herr := s.holder(ctx, thread)
 		if herr != nil {
-			return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, herr)
+			return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, fault(herr))
 		}
 		return store.Lease{}, store.LeasedError(thread, holder, until)
 	}
 	if err != nil {
-		return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, err)
+		return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, fault(err))
 	}
 	l.Expires = time.Unix(0, expires).UTC()
 	return l, nil
@@ -95,7 +95,7 @@ func (s *pgStore) expire(ctx context.Context, l store.Lease, ttl *int64) (int64,
 	if errors.Is(err, pgx.ErrNoRows) {
 		owner, token, _, herr := s.holder(ctx, l.Thread)
 		if herr != nil {
-			return 0, fmt.Errorf("store: lease of thread %q: %w", l.Thread, herr)
+			return 0, fmt.Errorf("store: lease of thread %q: %w", l.Thread, fault(herr))
 		}
 		if token == l.Token {
 			return 0, store.ReleasedError(l)
@@ -103,7 +103,7 @@ func (s *pgStore) expire(ctx context.Context, l store.Lease, ttl *int64) (int64,
 		return 0, store.LostError(l, owner)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: lease of thread %q: %w", l.Thread, err)
+		return 0, fmt.Errorf("store: lease of thread %q: %w", l.Thread, fault(err))
 	}
 	return expires, nil
 }

@@ -33,14 +33,19 @@ func Open(url string) (store.Store, error) {
 	where := redact(url)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("store: postgres %s: %w", where, err)
+		return nil, fmt.Errorf("store: postgres %s: %w", where, fault(err))
 	}
 	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return migrate(ctx, tx) }); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("store: postgres %s: %w", where, err)
+		return nil, fmt.Errorf("store: postgres %s: %w", where, fault(err))
 	}
 	s := &pgStore{pool: pool}
 	s.group = store.Group[write]{Commit: s.commit, Max: maxGroup}
+	if err := s.Probe(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: postgres %s: the database cannot be written (%w); check that the server is up and "+
+			"not read-only (a standby, default_transaction_read_only) and that the user may write the schema's tables", where, err)
+	}
 	return s, nil
 }
 
@@ -99,7 +104,7 @@ func (s *pgStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 		err = s.retryPut(ctx, cp)
 	}
 	if err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrFenced) {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, fault(err))
 	}
 	return err
 }
@@ -218,7 +223,7 @@ func (s *pgStore) query(ctx context.Context, sql string, full bool, args ...any)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+		return nil, fmt.Errorf("store: thread %q: %w", args[0], fault(err))
 	}
 	return out, nil
 }
@@ -344,7 +349,7 @@ func (s *pgStore) Delete(ctx context.Context, thread string) error {
 		}
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("store: delete: thread %q: %w", thread, err)
+		err = fmt.Errorf("store: delete: thread %q: %w", thread, fault(err))
 	}
 	return err
 }
@@ -380,7 +385,7 @@ func (s *pgStore) Prune(ctx context.Context, thread string, keepFrom int64) (int
 		})
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		err = fmt.Errorf("store: prune: thread %q: %w", thread, err)
+		err = fmt.Errorf("store: prune: thread %q: %w", thread, fault(err))
 	}
 	return int(n), err
 }

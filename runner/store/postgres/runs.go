@@ -123,7 +123,7 @@ func (s *pgStore) CreateThread(ctx context.Context, t *store.ThreadRecord) error
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("store: create thread %q: %w", t.ID, err)
+		return fmt.Errorf("store: create thread %q: %w", t.ID, fault(err))
 	}
 	if !ok {
 		return store.ConflictRecord("thread", t.ID)
@@ -148,7 +148,7 @@ func (s *pgStore) Thread(ctx context.Context, id string) (*store.ThreadRecord, e
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.RecordNotFound("thread", id)
 	} else if err != nil {
-		return nil, fmt.Errorf("store: thread %q: %w", id, err)
+		return nil, fmt.Errorf("store: thread %q: %w", id, fault(err))
 	}
 	return t, nil
 }
@@ -219,7 +219,7 @@ func (s *pgStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *sto
 		run, created, err = s.createRun(ctx, r, thread, true)
 	}
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		err = fmt.Errorf("store: create run %s: %w", r.ID, err)
+		err = fmt.Errorf("store: create run %s: %w", r.ID, fault(err))
 	}
 	return run, created, err
 }
@@ -282,7 +282,7 @@ func (s *pgStore) Run(ctx context.Context, id string) (*store.RunRecord, error) 
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.RecordNotFound("run", id)
 	} else if err != nil {
-		return nil, fmt.Errorf("store: run %q: %w", id, err)
+		return nil, fmt.Errorf("store: run %q: %w", id, fault(err))
 	}
 	return r, nil
 }
@@ -363,7 +363,7 @@ func (s *pgStore) settle(ctx context.Context, kind, id string, deletes bool, f f
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("store: %s %q: %w", kind, id, err)
+		return fmt.Errorf("store: %s %q: %w", kind, id, fault(err))
 	}
 	if !found {
 		return store.RecordNotFound(kind, id)
@@ -398,7 +398,7 @@ func (s *pgStore) appendEvents(ctx context.Context, run string, events []store.E
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, store.RecordNotFound("run", run)
 	} else if err != nil {
-		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, fault(err))
 	}
 	return seq, nil
 }
@@ -448,7 +448,7 @@ func (s *pgStore) Events(ctx context.Context, run string, after int64) ([]store.
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: run %q: events: %w", run, err)
+		return nil, fmt.Errorf("store: run %q: events: %w", run, fault(err))
 	}
 	return out, nil
 }

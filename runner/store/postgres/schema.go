@@ -24,6 +24,9 @@ import (
 // Version 3: the API server's thread records, runs and each run's event
 // log (runs.go); runs.last_seq numbers a run's events, its row lock
 // serializing concurrent appends.
+//
+// Version 4: heartbeat holds the row a write probe (Probe) writes: a
+// server answers ready only when its store can be written.
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -60,7 +63,12 @@ CREATE TABLE leases (
 	token      bigint NOT NULL,
 	expires_at bigint NOT NULL
 );
-`, pgRunsSchema}
+`, pgRunsSchema, `
+CREATE TABLE heartbeat (
+	id integer NOT NULL PRIMARY KEY,
+	at bigint  NOT NULL
+);
+`}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

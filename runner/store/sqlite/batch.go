@@ -53,13 +53,17 @@ func (s *sqliteStore) commitPut(ctx context.Context, req *putReq) (int64, error)
 // committed alone, so an error is only the failing write's.
 func (s *sqliteStore) commitBatch(batch []*putReq) []store.Result {
 	res := make([]store.Result, len(batch))
-	err := s.onWriter(func(w *writer) {
+	err := s.onWriter(func(w *writer) error {
 		if len(batch) > 1 && w.inTx(batch, res) == nil {
-			return
+			return nil
 		}
+		var last error
 		for i := range batch { // each alone
-			_ = w.inTx(batch[i:i+1], res[i:i+1])
+			if err := w.inTx(batch[i:i+1], res[i:i+1]); err != nil {
+				last = err
+			}
 		}
+		return last
 	})
 	if err != nil {
 		for i := range res {
@@ -89,14 +93,17 @@ type driverConn interface {
 }
 
 // onWriter runs f with the writer on the pool's connection; its
-// statements are prepared again if the pool replaced the connection.
-func (s *sqliteStore) onWriter(f func(*writer)) error {
+// statements are prepared again if the pool replaced the connection. A
+// connection whose write failed with a fault that may last (classify) is
+// replaced: the pool opens another for the next write, so the writer
+// heals when the file can be written again.
+func (s *sqliteStore) onWriter(f func(*writer) error) error {
 	conn, err := s.w.Conn(context.Background())
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	err = conn.Raw(func(dc any) error {
 		c, ok := dc.(driverConn)
 		if !ok {
 			return fmt.Errorf("sqlite: the driver's connection %T cannot begin or prepare", dc)
@@ -104,14 +111,24 @@ func (s *sqliteStore) onWriter(f func(*writer)) error {
 		if s.wr.conn != c {
 			s.wr = writer{conn: c, stmts: map[string]driver.Stmt{}}
 		}
-		f(&s.wr)
+		err := f(&s.wr)
 		// The pages the connection added to the log since the last call,
 		// which resets SQLite's count; its only error is an unknown op.
 		if pages, _, err := c.Status(sqlite.DBStatusCacheWrite, true); err == nil {
 			s.ckpt.logged(pages)
 		}
+		if _, replace := classify(err); replace {
+			s.ckpt.faulted()
+			s.wr.close()
+			s.wr = writer{}
+			return driver.ErrBadConn // database/sql closes the connection
+		}
 		return nil
 	})
+	if errors.Is(err, driver.ErrBadConn) {
+		return nil // the writes were answered; the next ones get a new connection
+	}
+	return err
 }
 
 // inTx runs the writes of batch in one transaction and sets the answer

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"database/sql"
+	"path/filepath"
 	"sync/atomic"
+	"time"
 )
 
 // walPages is how many pages the writer adds to the write-ahead log
@@ -17,29 +19,71 @@ import (
 // set the p99.
 const walPages = 2500
 
+// quietCheckpoint is the longest the log keeps pages the writer added
+// without a checkpoint, however few: a store written slowly keeps a
+// short log too.
+const quietCheckpoint = 5 * time.Second
+
+// faultRetry is the least time between two checkpoints after a write
+// fault.
+const faultRetry = time.Second
+
+// minLogLimit is the fewest pages between two checkpoints, however
+// little room the disk has left.
+const minLogLimit = 16
+
 // checkpointer copies the write-ahead log into the database file from a
 // connection of its own (PRAGMA wal_checkpoint(PASSIVE), which writers
 // do not wait for), so that writes seldom wait for a checkpoint and its
 // fsyncs, as a write that crossed SQLite's threshold of 1,000 pages did
-// (autocheckpoint).
+// (autocheckpoint). It checkpoints every walPages pages, or every quarter
+// of the disk's free space if less (logLimit), and quietCheckpoint after
+// pages came if fewer: the log never takes the room a nearly full disk
+// has left, which the database then holds (a log that has been copied
+// restarts from its beginning, the file no longer growing). After a write
+// fault it checkpoints the whole log and truncates it (TRUNCATE), at most
+// once every faultRetry until that succeeds: the space the log held goes
+// back to the disk.
 type checkpointer struct {
-	db    *sql.DB
-	pages atomic.Int64
-	wake  chan struct{} // never closed: a commit may still come after close
-	stop  chan struct{}
-	done  chan struct{}
+	db       *sql.DB
+	dir      string        // the database's directory, whose disk's free space bounds the log
+	pageSize int64         // the database's page size
+	pages    atomic.Int64  // the pages the writer logged
+	copied   atomic.Int64  // pages at the start of the last checkpoint
+	limit    atomic.Int64  // the pages the log may gain before a checkpoint (logLimit)
+	wake     chan struct{} // never closed: a commit may still come after close
+	truncate chan struct{} // likewise
+	stop     chan struct{}
+	done     chan struct{}
 }
 
-// startCheckpointer opens the checkpointer's connection to dsn and starts
-// it.
-func startCheckpointer(dsn string) (*checkpointer, error) {
-	db, err := sqlOpen(dsn, 1)
+// startCheckpointer opens the checkpointer's connection to the database
+// at path with the driver's options opts, and starts it.
+func startCheckpointer(path, opts string) (*checkpointer, error) {
+	db, err := sqlOpen(path+"?"+opts, 1)
 	if err != nil {
 		return nil, err
 	}
-	c := &checkpointer{db: db, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	c := &checkpointer{db: db, dir: filepath.Dir(path), wake: make(chan struct{}, 1), truncate: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&c.pageSize); err != nil {
+		db.Close()
+		return nil, err
+	}
+	c.limit.Store(c.logLimit())
 	go c.run()
 	return c, nil
+}
+
+// logLimit is how many pages the log may gain before the next checkpoint:
+// walPages, or a quarter of the pages the disk has free if fewer (at
+// least minLogLimit).
+func (c *checkpointer) logLimit() int64 {
+	free := freeBytes(c.dir)
+	if free < 0 {
+		return walPages
+	}
+	return max(minLogLimit, min(walPages, free/c.pageSize/4))
 }
 
 // holdCheckpoints, while set, keeps checkpointers from starting a
@@ -65,13 +109,13 @@ func autocheckpoint(opt options) string {
 func background(opt options) bool { return opt.sync != "FULL" }
 
 // logged counts n pages the writer added to the log, waking the
-// checkpointer every walPages; a nil checkpointer does nothing.
+// checkpointer when the log gained its limit since the last checkpoint;
+// a nil checkpointer does nothing.
 func (c *checkpointer) logged(n int) {
 	if c == nil || n == 0 {
 		return
 	}
-	total := c.pages.Add(int64(n))
-	if total/walPages == (total-int64(n))/walPages || holdCheckpoints.Load() {
+	if c.pages.Add(int64(n))-c.copied.Load() < c.limit.Load() || holdCheckpoints.Load() {
 		return
 	}
 	select {
@@ -80,14 +124,49 @@ func (c *checkpointer) logged(n int) {
 	}
 }
 
+// faulted asks for a checkpoint that truncates the log, after a write
+// failed; a nil checkpointer does nothing.
+func (c *checkpointer) faulted() {
+	if c == nil {
+		return
+	}
+	select {
+	case c.truncate <- struct{}{}:
+	default: // one is asked for
+	}
+}
+
 func (c *checkpointer) run() {
 	defer close(c.done)
+	quiet := time.NewTicker(quietCheckpoint)
+	defer quiet.Stop()
+	var retry <-chan time.Time
 	for {
+		mode := "PASSIVE"
 		select {
 		case <-c.wake:
-			_, _ = c.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-quiet.C:
+			if c.pages.Load() == c.copied.Load() || holdCheckpoints.Load() {
+				continue
+			}
+		case <-c.truncate:
+			if retry != nil {
+				continue // the retry comes
+			}
+			mode = "TRUNCATE"
+		case <-retry:
+			mode = "TRUNCATE"
 		case <-c.stop:
 			return
+		}
+		quiet.Reset(quietCheckpoint)
+		c.copied.Store(c.pages.Load())
+		if c.limit.Store(c.logLimit()); c.limit.Load() < walPages {
+			mode = "TRUNCATE" // the disk is short of room: the log gives its own back
+		}
+		retry = nil
+		if _, err := c.db.Exec(`PRAGMA wal_checkpoint(` + mode + `)`); err != nil && mode == "TRUNCATE" {
+			retry = time.After(faultRetry)
 		}
 	}
 }

@@ -42,12 +42,12 @@ func (s *sqliteStore) Acquire(ctx context.Context, thread, owner string, ttl tim
 	if err == nil && l.Token == 0 {
 		holder, _, expires, herr := s.holder(ctx, thread)
 		if herr != nil {
-			return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, herr)
+			return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, fault(herr))
 		}
 		return store.Lease{}, store.LeasedError(thread, holder, expires)
 	}
 	if err != nil {
-		return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, err)
+		return store.Lease{}, fmt.Errorf("store: acquire: thread %q: %w", thread, fault(err))
 	}
 	return l, nil
 }
@@ -81,14 +81,14 @@ func (s *sqliteStore) Release(ctx context.Context, l store.Lease) error {
 func (s *sqliteStore) setExpiry(ctx context.Context, l store.Lease, expires int64) error {
 	n, err := s.commitPut(ctx, &putReq{query: sqliteRenew, args: []any{l.Thread, l.Token, expires}})
 	if err != nil {
-		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, err)
+		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, fault(err))
 	}
 	if n == 1 {
 		return nil
 	}
 	owner, token, _, err := s.holder(ctx, l.Thread)
 	if err != nil {
-		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, err)
+		return fmt.Errorf("store: lease of thread %q: %w", l.Thread, fault(err))
 	}
 	if token == l.Token {
 		return store.ReleasedError(l)
@@ -104,7 +104,7 @@ func (s *sqliteStore) fenced(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	_, token, _, err := s.holder(ctx, cp.Thread)
 	if err != nil {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, fault(err))
 	}
 	if token != cp.Lease {
 		return store.FencedError(cp, token)

@@ -39,7 +39,11 @@ func Open(dsn string) (store.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: sqlite:%s: %w", dsn, err)
 	}
-	return openSQLite(path, opt)
+	s, err := openSQLite(path, opt)
+	if err != nil {
+		return nil, err // not a Store holding a nil *sqliteStore
+	}
+	return s, nil
 }
 
 // options are the options of a sqlite: dsn.

@@ -99,7 +99,7 @@ ORDER BY 1`
 func (s *sqliteStore) groupedRow(ctx context.Context, what, query string, args ...any) error {
 	n, err := s.commitPut(ctx, &putReq{query: query, args: args})
 	if err != nil {
-		return fmt.Errorf("store: %s: %w", what, err)
+		return fmt.Errorf("store: %s: %w", what, fault(err))
 	}
 	if n == 0 {
 		return fmt.Errorf("store: %s: %w", what, store.ErrNotFound)
@@ -126,7 +126,7 @@ func (s *sqliteStore) Thread(ctx context.Context, id string) (*store.ThreadRecor
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.RecordNotFound("thread", id)
 	} else if err != nil {
-		return nil, fmt.Errorf("store: thread %q: %w", id, err)
+		return nil, fmt.Errorf("store: thread %q: %w", id, fault(err))
 	}
 	t.Metadata, t.CreatedAt, t.UpdatedAt = raw(meta), time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	return &t, nil
@@ -167,7 +167,7 @@ func (s *sqliteStore) ThreadRecords(ctx context.Context, tenant string) ([]store
 		t.Metadata, t.CreatedAt, t.UpdatedAt = raw(meta), time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 		out = append(out, t)
 	}
-	return out, rows.Err()
+	return out, fault(rows.Err())
 }
 
 func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread *store.ThreadRecord) (*store.RunRecord, bool, error) {
@@ -179,7 +179,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread 
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, fault(err))
 	}
 	defer tx.Rollback()
 	old, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ?1 AND idempotency_key = ?2`,
@@ -187,7 +187,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread 
 	if err == nil {
 		return old, false, nil
 	} else if !errors.Is(err, sql.ErrNoRows) {
-		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, fault(err))
 	}
 	if thread != nil {
 		res, err := tx.ExecContext(ctx, sqliteCreateThread, threadArgs(thread)...)
@@ -204,7 +204,7 @@ func (s *sqliteStore) CreateRun(ctx context.Context, r *store.RunRecord, thread 
 		return nil, false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, fault(err))
 	}
 	return createdRun(r), true, nil
 }
@@ -221,7 +221,7 @@ func (s *sqliteStore) createRunGrouped(ctx context.Context, r *store.RunRecord, 
 	case errors.Is(err, errAfter): // the thread was new, the run's ID not
 		return nil, false, store.ConflictRecord("run", r.ID)
 	case err != nil:
-		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, err)
+		return nil, false, fmt.Errorf("store: create run %s: %w", r.ID, fault(err))
 	case n == 0 && thread != nil:
 		return nil, false, store.ConflictRecord("thread", thread.ID)
 	case n == 0:
@@ -254,7 +254,7 @@ func (s *sqliteStore) Run(ctx context.Context, id string) (*store.RunRecord, err
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.RecordNotFound("run", id)
 	} else if err != nil {
-		return nil, fmt.Errorf("store: run %q: %w", id, err)
+		return nil, fmt.Errorf("store: run %q: %w", id, fault(err))
 	}
 	return r, nil
 }
@@ -289,7 +289,7 @@ func (s *sqliteStore) queryRuns(ctx context.Context, query string, args ...any) 
 		}
 		out = append(out, *r)
 	}
-	return out, rows.Err()
+	return out, fault(rows.Err())
 }
 
 // scanRun scans a row of runColumns.
@@ -359,7 +359,7 @@ func (s *sqliteStore) appendEvents(ctx context.Context, run string, events []sto
 	}
 	seq, err := s.commitPut(ctx, req)
 	if err != nil {
-		return 0, fmt.Errorf("store: run %q: append events: %w", run, err)
+		return 0, fmt.Errorf("store: run %q: append events: %w", run, fault(err))
 	}
 	if seq == 0 {
 		return 0, store.RecordNotFound("run", run)
@@ -448,7 +448,7 @@ func cutShared(b, prev []byte) (field, rest []byte, ok bool) {
 func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]store.RunEvent, error) {
 	rows, err := s.events.QueryContext(ctx, run, after)
 	if err != nil {
-		return nil, fmt.Errorf("store: run %q: events: %w", run, err)
+		return nil, fmt.Errorf("store: run %q: events: %w", run, fault(err))
 	}
 	defer rows.Close()
 	var out []store.RunEvent
@@ -457,7 +457,7 @@ func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]st
 		var event sql.NullString // an event of run_events; NULL for a batch
 		var data []byte
 		if err := rows.Scan(&first, &last, &event, &data, &created); err != nil {
-			return nil, fmt.Errorf("store: run %q: events: %w", run, err)
+			return nil, fmt.Errorf("store: run %q: events: %w", run, fault(err))
 		}
 		at := time.Unix(0, created).UTC()
 		if event.Valid {
@@ -466,16 +466,16 @@ func (s *sqliteStore) Events(ctx context.Context, run string, after int64) ([]st
 			return nil, err
 		}
 	}
-	return out, rows.Err()
+	return out, fault(rows.Err())
 }
 
 // oneRow turns an Exec that changed no row into ErrNotFound for what.
 func oneRow(res sql.Result, err error, what string) error {
 	if err != nil {
-		return fmt.Errorf("store: %s: %w", what, err)
+		return fmt.Errorf("store: %s: %w", what, fault(err))
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("store: %s: %w", what, err)
+		return fmt.Errorf("store: %s: %w", what, fault(err))
 	} else if n == 0 {
 		return fmt.Errorf("store: %s: %w", what, store.ErrNotFound)
 	}

@@ -72,6 +72,9 @@ import (
 // run's end wrote its eighteen events as eighteen rows keyed by run,
 // among those of the runs still going on. run_events keeps the events
 // appended before; they are read and deleted with the rest.
+//
+// Version 11: heartbeat holds the row a write probe (Probe) writes: the
+// store answers ready only when it can be written.
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -220,7 +223,12 @@ BEGIN
 		status = excluded.status, steps = excluded.steps,
 		last_id = excluded.last_id, updated_at = excluded.updated_at;
 END;
-`, sqliteEventBatchesSchema}
+`, sqliteEventBatchesSchema, `
+CREATE TABLE heartbeat (
+	id INTEGER PRIMARY KEY,
+	at INTEGER NOT NULL -- Unix nanoseconds
+);
+`}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
@@ -312,13 +320,27 @@ func openSQLite(path string, opt options) (*sqliteStore, error) {
 	s.w, err = sqlOpen(path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+
 		opt.sync+")&_pragma=wal_autocheckpoint("+autocheckpoint(opt)+")&_txlock=immediate", 1)
 	if err != nil {
-		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, fault(err))
 	}
 	if err := s.init(path, busy, opt); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+		return nil, openError(path, err)
+	}
+	if err := s.Probe(context.Background()); err != nil {
+		s.Close()
+		return nil, openError(path, err)
 	}
 	return s, nil
+}
+
+// openError is an error of Open: one that says the database cannot be
+// written says what to check.
+func openError(path string, err error) error {
+	if err = fault(err); errors.Is(err, store.ErrUnavailable) {
+		return fmt.Errorf("store: sqlite %s: the database cannot be written (%w); make the file, its -wal and -shm files "+
+			"and its directory writable by this process's user, and check that the disk is neither full nor mounted read-only", path, err)
+	}
+	return fmt.Errorf("store: sqlite %s: %w", path, err)
 }
 
 // sqlOpen opens a pool of at most conns connections to the driver DSN.
@@ -343,7 +365,7 @@ func (s *sqliteStore) init(path, busy string, opt options) error {
 		return err
 	}
 	if background(opt) {
-		if s.ckpt, err = startCheckpointer(path + "?" + busy); err != nil {
+		if s.ckpt, err = startCheckpointer(path, busy); err != nil {
 			return err
 		}
 	}
@@ -402,7 +424,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, fault(err))
 	}
 	if n == 1 {
 		return nil
@@ -412,7 +434,7 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	var last int64
 	if err := s.lastID.QueryRowContext(ctx, cp.Thread).Scan(&last); err != nil {
-		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, err)
+		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, fault(err))
 	}
 	return store.ConflictError(cp.Thread, cp.ID, last)
 }
@@ -445,19 +467,19 @@ func (s *sqliteStore) History(ctx context.Context, thread string) ([]*store.Chec
 func (s *sqliteStore) query(ctx context.Context, stmt *sql.Stmt, full bool, args ...any) ([]*store.Checkpoint, error) {
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+		return nil, fmt.Errorf("store: thread %q: %w", args[0], fault(err))
 	}
 	defer rows.Close()
 	var out []*store.Checkpoint
 	for rows.Next() {
 		cp, err := scanCheckpoint(rows, full)
 		if err != nil {
-			return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+			return nil, fmt.Errorf("store: thread %q: %w", args[0], fault(err))
 		}
 		out = append(out, cp)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: thread %q: %w", args[0], err)
+		return nil, fmt.Errorf("store: thread %q: %w", args[0], fault(err))
 	}
 	return out, nil
 }
@@ -535,7 +557,7 @@ func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
 		return err
 	}
 	if _, err := s.w.ExecContext(ctx, sqliteDelete, thread); err != nil {
-		return fmt.Errorf("store: delete: thread %q: %w", thread, err)
+		return fmt.Errorf("store: delete: thread %q: %w", thread, fault(err))
 	}
 	return nil
 }
@@ -550,7 +572,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 	}
 	res, err := s.w.ExecContext(ctx, sqlitePrune, thread, keepFrom)
 	if err != nil {
-		return 0, fmt.Errorf("store: prune: thread %q: %w", thread, err)
+		return 0, fmt.Errorf("store: prune: thread %q: %w", thread, fault(err))
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
@@ -560,7 +582,7 @@ func (s *sqliteStore) Prune(ctx context.Context, thread string, keepFrom int64) 
 func (s *sqliteStore) Close() error {
 	var err error
 	if s.w != nil {
-		err = s.onWriter((*writer).close)
+		err = s.onWriter(func(w *writer) error { w.close(); return nil })
 	}
 	for _, stmt := range []*sql.Stmt{s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.threadRecord, s.run, s.events} {
 		if stmt != nil {

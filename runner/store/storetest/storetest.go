@@ -44,10 +44,37 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"racing writers on many threads: each id once", testRacingWriters},
 		{"delete removes a thread and its children", testDelete},
 		{"prune keeps the newest; ids go on", testPrune},
+		{"a probe writes beside puts", testProbe},
 	}
 	for _, tc := range append(cases, leaseCases...) {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 	}
+}
+
+// testProbe: every store can tell it can be written (store.Prober),
+// again and again, between and beside Puts.
+func testProbe(t *testing.T, s store.Store) {
+	p, ok := s.(store.Prober)
+	if !ok {
+		t.Fatalf("%T is not a store.Prober", s)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for id := int64(1); id <= 5; id++ {
+				if err := s.Put(ctx, Checkpoint(fmt.Sprintf("probed-%d", i), id, false)); err != nil {
+					t.Errorf("Put: %v", err)
+				}
+			}
+		})
+	}
+	for range 10 {
+		if err := p.Probe(ctx); err != nil {
+			t.Fatalf("Probe: %v", err)
+		}
+	}
+	wg.Wait()
 }
 
 // Checkpoint returns checkpoint id of thread with small writes and, when
