@@ -50,6 +50,10 @@ func asProblem(err error) *problem {
 		return problemf(http.StatusUnprocessableEntity, "%v", err)
 	case errors.Is(err, runner.ErrThreadBusy), errors.Is(err, runner.ErrInvalidResume), errors.Is(err, store.ErrConflict):
 		return problemf(http.StatusConflict, "%v", err)
+	case errors.Is(err, store.ErrFull):
+		return problemf(http.StatusInsufficientStorage, "%v", err)
+	case errors.Is(err, store.ErrUnavailable):
+		return problemf(http.StatusServiceUnavailable, "%v", err)
 	}
 	return problemf(http.StatusInternalServerError, "%v", err)
 }

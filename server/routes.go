@@ -66,7 +66,7 @@ func (s *Server) ok(w http.ResponseWriter, _ *http.Request) {
 }
 
 // ready reports whether the server takes runs: not while it shuts down,
-// nor when its store cannot be read.
+// nor when its store cannot be written (storeWritable).
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	closing := s.closing
@@ -75,8 +75,8 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusServiceUnavailable, "shutting down"))
 		return
 	}
-	if _, err := s.cfg.Store.Threads(r.Context(), 1); err != nil {
-		writeProblem(w, problemf(http.StatusServiceUnavailable, "store: %v", err))
+	if err := s.storeWritable(r.Context()); err != nil {
+		writeProblem(w, problemf(http.StatusServiceUnavailable, "the store cannot be written; the server's log says why"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})

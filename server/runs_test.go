@@ -344,6 +344,7 @@ func TestShutdown(t *testing.T) {
 type readCounter struct {
 	store.Store
 	store.RunStore
+	store.Prober
 	reads atomic.Int64
 }
 
@@ -361,7 +362,7 @@ func (c *readCounter) Thread(ctx context.Context, id string) (*store.ThreadRecor
 func TestIfNotExistsReadsOnce(t *testing.T) {
 	var counted *readCounter
 	e := newEnv(t, func(c *server.Config) {
-		counted = &readCounter{Store: c.Store, RunStore: c.Store.(store.RunStore)}
+		counted = &readCounter{Store: c.Store, RunStore: c.Store.(store.RunStore), Prober: c.Store.(store.Prober)}
 		c.Store = counted
 	})
 	for _, id := range []string{"mine", "plain"} {

@@ -33,9 +33,10 @@ type Config struct {
 	// Graphs are the assistants, by name (an agent's or a pipeline's).
 	Graphs map[string]*runner.Graph
 	// Store keeps checkpoints; it must be a store.RunStore too, which
-	// keeps thread records, runs and their events. Several servers may
-	// share a store (PostgreSQL): each runs the runs it admitted, and
-	// marks error the runs a stopped one left (see reap.go).
+	// keeps thread records, runs and their events, and a store.Prober,
+	// whose write probe says whether the server is ready. Several
+	// servers may share a store (PostgreSQL): each runs the runs it
+	// admitted, and marks error the runs a stopped one left (reap.go).
 	Store store.Store
 	// LeaseTTL is how long a run holds its thread without renewing its
 	// lease (default runner.DefaultLeaseTTL): a run a stopped server left
@@ -113,6 +114,7 @@ type Server struct {
 
 	metrics *metrics
 	streams streamCount // the event streams open (bounds.go)
+	probe   probeCache  // the store's last write probe (ready.go)
 	tracing *tracing
 	convs   *convHub
 }
@@ -136,6 +138,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	rs, ok := cfg.Store.(store.RunStore)
 	if !ok {
 		return nil, errors.New("server: the store does not keep runs (store.RunStore)")
+	}
+	if _, ok := cfg.Store.(store.Prober); !ok {
+		return nil, errors.New("server: the store cannot tell whether it can be written (store.Prober)")
 	}
 	if len(cfg.APIKeys) == 0 && !cfg.NoAuth {
 		return nil, errors.New("server: no API keys; configure some, or serve without auth for local use")
