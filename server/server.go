@@ -131,16 +131,21 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// New returns a server of cfg. Runs a stopped server left pending or
-// running are marked error once their thread's lease has expired: nothing
-// runs them any more.
+// New returns a server of cfg, or the store's error if it cannot be
+// written. Runs a stopped server left pending or running are marked
+// error once their thread's lease has expired: nothing runs them any
+// more.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	rs, ok := cfg.Store.(store.RunStore)
 	if !ok {
 		return nil, errors.New("server: the store does not keep runs (store.RunStore)")
 	}
-	if _, ok := cfg.Store.(store.Prober); !ok {
+	prober, ok := cfg.Store.(store.Prober)
+	if !ok {
 		return nil, errors.New("server: the store cannot tell whether it can be written (store.Prober)")
+	}
+	if err := prober.Probe(ctx); err != nil { // a server that cannot write does not start
+		return nil, err
 	}
 	if len(cfg.APIKeys) == 0 && !cfg.NoAuth {
 		return nil, errors.New("server: no API keys; configure some, or serve without auth for local use")

@@ -71,7 +71,8 @@ func TestServeSQLiteUnwritable(t *testing.T) {
 	restart.Dir = dir
 	restart.Env = append(os.Environ(), "RUNNER_PATHS=clerk.yaml")
 	stderr, err := restart.CombinedOutput()
-	if code := restart.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(stderr), db+": the database cannot be written") {
+	if code := restart.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(stderr), "store: sqlite "+db+": ") ||
+		!strings.Contains(string(stderr), "writable by this process's user") {
 		t.Errorf("runner serve on an unwritable store: exit %d (%v), want 2 naming the file:\n%s", code, err, stderr)
 	}
 }

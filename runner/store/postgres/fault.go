@@ -41,14 +41,15 @@ const pgProbe = `INSERT INTO heartbeat (id, at) VALUES (1, $1)
 ON CONFLICT (id) DO UPDATE SET at = excluded.at`
 
 // Probe writes the store's heartbeat row: nil when the database can be
-// written now.
+// written now, else an error naming the database and what to check.
 func (s *pgStore) Probe(ctx context.Context) error {
 	err := s.retry(ctx, func() error {
 		_, err := s.pool.Exec(ctx, pgProbe, time.Now().UnixNano())
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: probe: %w", fault(err))
+		return fmt.Errorf("store: postgres %s: the database cannot be written (%w); check that the server is up and "+
+			"not read-only (a standby, default_transaction_read_only) and that the user may write the schema's tables", s.where, fault(err))
 	}
 	return nil
 }

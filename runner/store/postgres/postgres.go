@@ -39,13 +39,8 @@ func Open(url string) (store.Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: postgres %s: %w", where, fault(err))
 	}
-	s := &pgStore{pool: pool}
+	s := &pgStore{pool: pool, where: where}
 	s.group = store.Group[write]{Commit: s.commit, Max: maxGroup}
-	if err := s.Probe(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("store: postgres %s: the database cannot be written (%w); check that the server is up and "+
-			"not read-only (a standby, default_transaction_read_only) and that the user may write the schema's tables", where, err)
-	}
 	return s, nil
 }
 
@@ -62,6 +57,7 @@ func redact(url string) string {
 // are committed in groups (group.go).
 type pgStore struct {
 	pool  *pgxpool.Pool
+	where string // the database, for errors (redact)
 	group store.Group[write]
 }
 

@@ -117,7 +117,7 @@ func (s *sqliteStore) onWriter(f func(*writer) error) error {
 		if pages, _, err := c.Status(sqlite.DBStatusCacheWrite, true); err == nil {
 			s.ckpt.logged(pages)
 		}
-		if _, replace := classify(err); replace {
+		if f, _ := classify(err); f.replace {
 			s.ckpt.faulted()
 			s.wr.close()
 			s.wr = writer{}

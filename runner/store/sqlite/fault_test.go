@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,11 @@ import (
 // files are the database file at path and its log and shared memory.
 func files(path string) []string { return []string{path, path + "-wal", path + "-shm"} }
 
-// TestOpenUnwritable: a store whose file cannot be written does not open
-// (SQLite would open it read-only, answer reads and fail every write);
-// the error names the file and what to check. Repaired, it opens.
-func TestOpenUnwritable(t *testing.T) {
+// TestUnwritableAtOpen: a store opened on a file it cannot write reads
+// (SQLite opens the file read-only), and its probe fails as
+// store.ErrUnavailable, naming the file and what to check; repaired, it
+// writes, without being opened again.
+func TestUnwritableAtOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runner.db")
 	s, err := Open(path)
 	if err != nil {
@@ -32,18 +34,21 @@ func TestOpenUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	repair := storetest.Unwritable(t, files(path)...)
-	s, err = Open(path)
-	if err == nil {
-		s.Close()
-		t.Fatal("Open of a database that cannot be written: no error")
+	s = openTest(t, path)
+	ctx := context.Background()
+	if h, err := s.History(ctx, "t"); err != nil || len(h) != 3 {
+		t.Errorf("History of a store that cannot be written: %d checkpoints, %v", len(h), err)
 	}
-	if msg := err.Error(); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(msg, path+": the database cannot be written") ||
+	err = s.(store.Prober).Probe(ctx)
+	if msg := fmt.Sprint(err); !errors.Is(err, store.ErrUnavailable) || !strings.Contains(msg, "store: sqlite "+path+": ") ||
 		!strings.Contains(msg, "writable by this process's user") {
-		t.Errorf("Open: %v", err)
+		t.Errorf("Probe of a store that cannot be written: %v", err)
 	}
 	repair()
-	s = openTest(t, path)
-	if err := s.Put(context.Background(), storetest.Checkpoint("t", 4, false)); err != nil {
+	if err := s.(store.Prober).Probe(ctx); err != nil {
+		t.Errorf("Probe after the repair: %v", err)
+	}
+	if err := s.Put(ctx, storetest.Checkpoint("t", 4, false)); err != nil {
 		t.Errorf("Put after the repair: %v", err)
 	}
 }

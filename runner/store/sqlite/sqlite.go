@@ -298,6 +298,7 @@ const sqliteThreadsAfter = sqliteSummaries + ` WHERE t.id > ?1 ORDER BY t.id LIM
 // and runs are committed in groups (batch.go). Reads use r, whose connections
 // read concurrently under WAL.
 type sqliteStore struct {
+	path                  string
 	w, r                  *sql.DB
 	lastID, load, history *sql.Stmt
 	threads, threadsAfter *sql.Stmt
@@ -314,33 +315,19 @@ func openSQLite(path string, opt options) (*sqliteStore, error) {
 		path = "./" + path // a plain path, not a URI, for the driver
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opt.busyTimeout.Milliseconds())
-	s := &sqliteStore{}
+	s := &sqliteStore{path: path}
 	s.group = store.Group[*putReq]{Commit: s.commitBatch, Max: maxBatch}
 	var err error
 	s.w, err = sqlOpen(path+"?"+busy+"&_pragma=journal_mode(WAL)&_pragma=synchronous("+
 		opt.sync+")&_pragma=wal_autocheckpoint("+autocheckpoint(opt)+")&_txlock=immediate", 1)
 	if err != nil {
-		return nil, fmt.Errorf("store: sqlite %s: %w", path, fault(err))
+		return nil, explain(path, err)
 	}
 	if err := s.init(path, busy, opt); err != nil {
 		s.Close()
-		return nil, openError(path, err)
-	}
-	if err := s.Probe(context.Background()); err != nil {
-		s.Close()
-		return nil, openError(path, err)
+		return nil, explain(path, err)
 	}
 	return s, nil
-}
-
-// openError is an error of Open: one that says the database cannot be
-// written says what to check.
-func openError(path string, err error) error {
-	if err = fault(err); errors.Is(err, store.ErrUnavailable) {
-		return fmt.Errorf("store: sqlite %s: the database cannot be written (%w); make the file, its -wal and -shm files "+
-			"and its directory writable by this process's user, and check that the disk is neither full nor mounted read-only", path, err)
-	}
-	return fmt.Errorf("store: sqlite %s: %w", path, err)
 }
 
 // sqlOpen opens a pool of at most conns connections to the driver DSN.
