@@ -19,6 +19,7 @@ type memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
 	memRuns
+	memAssistants
 	leases map[string]Lease
 }
 
@@ -37,7 +38,7 @@ func (t *memThread) summary(id string) Thread {
 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
-// It is a RunStore too.
+// It is a RunStore and an AssistantStore too.
 func NewMemory() Store {
 	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns()}
 }

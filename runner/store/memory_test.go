@@ -14,3 +14,7 @@ func TestMemoryConformance(t *testing.T) {
 func TestMemoryRunStore(t *testing.T) {
 	storetest.RunRunStore(t, func(*testing.T) store.RunStore { return store.NewMemory().(store.RunStore) })
 }
+
+func TestMemoryAssistantStore(t *testing.T) {
+	storetest.RunAssistantStore(t, func(*testing.T) store.AssistantStore { return store.NewMemory().(store.AssistantStore) })
+}

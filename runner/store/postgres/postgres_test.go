@@ -296,6 +296,12 @@ func TestRunStoreConformance(t *testing.T) {
 	})
 }
 
+func TestAssistantStoreConformance(t *testing.T) {
+	storetest.RunAssistantStore(t, func(t *testing.T) store.AssistantStore {
+		return newTestDB(t).open(t).(store.AssistantStore)
+	})
+}
+
 // TestRunStoreTerminatedConnections ends the store's backends between
 // appends and run changes: each call goes through on a new connection,
 // and the run's events stay numbered 1..n, none lost or doubled.

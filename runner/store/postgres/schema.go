@@ -27,6 +27,9 @@ import (
 //
 // Version 4: heartbeat holds the row a write probe (Probe) writes: a
 // server answers ready only when its store can be written.
+//
+// Version 5: the assistants clients create and their versions
+// (assistants.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -68,7 +71,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`}
+`, pgAssistantsSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -75,6 +75,9 @@ import (
 //
 // Version 11: heartbeat holds the row a write probe (Probe) writes: the
 // store answers ready only when it can be written.
+//
+// Version 12: the assistants clients create and their versions
+// (assistants.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -228,7 +231,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`}
+`, sqliteAssistantsSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert

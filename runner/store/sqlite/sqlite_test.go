@@ -131,6 +131,12 @@ func TestRunStoreConformance(t *testing.T) {
 	})
 }
 
+func TestAssistantStoreConformance(t *testing.T) {
+	storetest.RunAssistantStore(t, func(t *testing.T) store.AssistantStore {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.AssistantStore)
+	})
+}
+
 // TestSQLiteMigrateV1 opens a file of schema version 1 holding a
 // checkpoint: it is migrated (to a rowid checkpoints table since version
 // 4), keeps the checkpoint and the thread's summary, refuses a repeated
