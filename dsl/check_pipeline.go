@@ -55,6 +55,7 @@ func (k *check) pipeline(d *Document) {
 	pc.state()
 	p.Input = k.objectOf(d.Get("input"))
 	pc.inputFields()
+	pc.configurable()
 	lim := d.Get("limits")
 	pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
 	pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
@@ -231,7 +232,8 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	if e, ok := pc.envs[key]; ok {
 		return e
 	}
-	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType, "run": runType}
+	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType, "run": runType,
+		"config": pc.p.Config}
 	for _, v := range extra {
 		vars[v] = AnyType
 		if t := pc.vars[v]; t != nil {

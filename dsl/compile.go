@@ -147,6 +147,9 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 		OnTimeout: p.OnTimeout, OnError: p.OnError, HandlerTimeout: p.HandlerTimeout,
 		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter, Durability: p.Durability,
 		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
+	if p.DeclaresConfig() {
+		g.Configure = p.Configure
+	}
 	c.graphs[name] = g // before the nodes: subgraph cycles are refused by Check
 	c.defs[KindPipeline+"/"+name] = hashDoc(p.Doc)
 	for _, f := range p.Fields {

@@ -200,6 +200,10 @@ type Pipeline struct {
 	// carry; InputDefaults holds the values of those a run may leave out.
 	InputRequired []string
 	InputDefaults map[string]any
+	// Config is the closed object of the configurable parameters, what
+	// expressions see as config; ConfigDefaults their defaults.
+	Config         *Type
+	ConfigDefaults map[string]any
 }
 
 // Node returns the node called name, or nil.

@@ -10,10 +10,12 @@ import (
 )
 
 // Vars returns the variables a node's expressions see: state, input,
-// budget, error (the error a route caught last: {message, kind, node}) and
-// run ({thread, started_at, now, limits}).
+// budget, error (the error a route caught last: {message, kind, node}),
+// run ({thread, started_at, now, limits}) and config (the values of the
+// pipeline's configurable parameters).
 func (in *Input) Vars() map[string]any {
-	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget, "error": in.Run.errorVar(), "run": in.Run.runVar()}
+	return map[string]any{"state": in.State, "input": in.Run.input, "budget": in.Run.budget, "error": in.Run.errorVar(), "run": in.Run.runVar(),
+		"config": in.Run.config}
 }
 
 // runVar is what expressions see as run: the thread, when this turn of

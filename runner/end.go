@@ -108,7 +108,7 @@ func (r *Run) complete(_ context.Context, state State) (*Result, error) {
 
 // outputVars are the variables of the pipeline's output expressions.
 func (r *Run) outputVars(state State) map[string]any {
-	return map[string]any{"state": state, "input": r.input, "error": r.errorVar()}
+	return map[string]any{"state": state, "input": r.input, "error": r.errorVar(), "config": r.config}
 }
 
 func (r *Run) result(status string, state State, re *RunError, intr *Interrupt) *Result {

@@ -268,6 +268,9 @@ func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
 	if g.Agent != nil {
 		r.agent = g.Agent.vars()
 	}
+	if g.Configure != nil { // the defaults, until configure sets the run's own
+		r.config, _ = g.Configure(nil)
+	}
 	if r.meter == nil {
 		r.meter, r.ownsMeter = &meter{budget: g.Budget}, true
 	}

@@ -56,6 +56,12 @@ type Graph struct {
 	// compiles the pipeline's declared input into it). Nil accepts any
 	// state field.
 	CheckInput func(input map[string]any) (map[string]any, error)
+	// Configure checks the configurable values a run is given (an
+	// assistant's, RunOptions.Config) against the parameters the pipeline
+	// declares and returns them with the defaults of those left out: what
+	// expressions see as `config`. Its error names each value that does not
+	// fit and wraps ErrInput. Nil: the pipeline declares none.
+	Configure func(values map[string]any) (map[string]any, error)
 	// Rules fire on the calls and steps of every run, in precedence order;
 	// Agent is the agent the graph runs for (nil for a bare pipeline).
 	Rules []*Rule

@@ -18,8 +18,9 @@ type Run struct {
 	engine    *Engine
 	clock     Clock
 	input     map[string]any
-	id        int64 // newest checkpoint id
-	lease     *held // the thread's lease, for its checkpoints: nil for none
+	config    map[string]any // what expressions see as config
+	id        int64          // newest checkpoint id
+	lease     *held          // the thread's lease, for its checkpoints: nil for none
 	step      int
 	turn      int       // the step this run's turn of the thread began at
 	started   time.Time // when this turn of the thread began
@@ -114,7 +115,7 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 	}
 	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
 	r.syncBudget(r.step - r.turn)
-	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar()}
+	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar(), "config": r.config}
 	for cur != End {
 		if ctx.Err() != nil {
 			return r.stop(ctx, state, cur)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -22,12 +23,38 @@ type RunOptions struct {
 	// not read them again, and its first checkpoint fails, writing
 	// nothing, if one was written meanwhile.
 	New bool
+	// Config holds the values of the pipeline's configurable parameters
+	// for this invocation (Graph.Configure): what its expressions see as
+	// `config`, the defaults filling in the rest. A value that does not
+	// fit is refused with an error wrapping ErrInput.
+	Config map[string]any
 }
 
-// staticInterrupts sets the nodes the run pauses before and after: the
-// graph's, or opt's. A node the graph does not have is refused with an
+// configure sets what the run's expressions see as config: opt's values
+// over the parameters' defaults.
+func (r *Run) configure(opt RunOptions) error {
+	values := normalizeObject(opt.Config)
+	if r.Graph.Configure == nil {
+		if len(values) > 0 {
+			return fmt.Errorf("%w: pipeline %s declares no configurable parameters, so it takes no config values", ErrInput, r.Graph.Name)
+		}
+		return nil
+	}
+	cfg, err := r.Graph.Configure(values)
+	if err != nil && !errors.Is(err, ErrInput) {
+		err = fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	r.config = cfg
+	return err
+}
+
+// staticInterrupts sets the run's config (configure) and the nodes the
+// run pauses before and after: the graph's, or opt's. A node the graph does not have is refused with an
 // error wrapping ErrInput.
 func (r *Run) staticInterrupts(opt RunOptions) error {
+	if err := r.configure(opt); err != nil {
+		return err
+	}
 	r.pauseBefore, r.pauseAfter = r.Graph.InterruptBefore, r.Graph.InterruptAfter
 	for _, o := range []struct {
 		flag  string

@@ -168,7 +168,7 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 		if s == nil {
 			return nil, fmt.Errorf("%w: pipeline %s has no node %q", ErrInput, g.Name, asNode)
 		}
-		r.vars = map[string]any{"input": r.input, "budget": map[string]any{}, "run": r.runVar()}
+		r.vars = map[string]any{"input": r.input, "budget": map[string]any{}, "run": r.runVar(), "config": r.config}
 		if rec.next, err = r.route(s, state); err != nil {
 			return nil, err
 		}

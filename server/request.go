@@ -32,8 +32,10 @@ type runRequest struct {
 	AfterSeconds float64        `json:"after_seconds"`
 	Metadata     map[string]any `json:"metadata"`
 	Config       *struct {
-		RecursionLimit int `json:"recursion_limit"`
+		RecursionLimit int            `json:"recursion_limit"`
+		Configurable   map[string]any `json:"configurable"`
 	} `json:"config"`
+	Context map[string]any `json:"context"`
 
 	input  map[string]any // decoded, in runner's message form
 	resume any            // command.resume, decoded

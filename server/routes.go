@@ -12,8 +12,14 @@ func (s *Server) routes() *http.ServeMux {
 			}
 		})
 	}
+	handle("POST /assistants", s.createAssistant)
 	handle("POST /assistants/search", s.searchAssistants)
+	handle("POST /assistants/count", s.countAssistants)
 	handle("GET /assistants/{id}", s.getAssistant)
+	handle("PATCH /assistants/{id}", s.patchAssistant)
+	handle("DELETE /assistants/{id}", s.deleteAssistant)
+	handle("POST /assistants/{id}/latest", s.setLatest)
+	handle("POST /assistants/{id}/versions", s.listVersions)
 	handle("GET /assistants/{id}/graph", s.getAssistantGraph)
 	handle("GET /assistants/{id}/schemas", s.getAssistantSchemas)
 

@@ -27,11 +27,15 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	if err != nil {
 		return nil, nil, err
 	}
-	name, g, err := s.graph(q.AssistantID)
+	a, err := s.resolve(ctx, q.AssistantID)
 	if err != nil {
 		return nil, nil, err
 	}
+	name, g := a.name, a.g
 	if err := q.forGraph(g); err != nil {
+		return nil, nil, err
+	}
+	if q.opts.Config, err = a.configFor(q); err != nil {
 		return nil, nil, err
 	}
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
@@ -206,9 +210,18 @@ func (s *Server) rewind(ctx context.Context, g *runner.Graph, thread, id string)
 
 // runJSON is a run as the API shows it.
 func runJSON(r *store.RunRecord) map[string]any {
-	return map[string]any{"run_id": r.ID, "thread_id": r.Thread, "assistant_id": AssistantID(r.Assistant),
+	return map[string]any{"run_id": r.ID, "thread_id": r.Thread, "assistant_id": assistantOf(r),
 		"created_at": stamp(r.CreatedAt), "updated_at": stamp(r.UpdatedAt), "status": r.Status,
 		"metadata": metadata(r.Metadata), "kwargs": metadata(r.Kwargs), "multitask_strategy": r.MultitaskStrategy}
+}
+
+// assistantOf is the id of the assistant a run ran: the one a client
+// created that the run named, else its graph's.
+func assistantOf(r *store.RunRecord) string {
+	if id, _ := metadata(r.Kwargs)["assistant_id"].(string); id != "" && id != r.Assistant && id != AssistantID(r.Assistant) {
+		return id
+	}
+	return AssistantID(r.Assistant)
 }
 
 // createBackgroundRun starts a run and returns it at once.

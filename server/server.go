@@ -86,11 +86,14 @@ type Config struct {
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
 // stops them.
 type Server struct {
-	cfg     Config
-	runs    store.RunStore
-	names   map[string]string // assistant id → graph name
-	started time.Time
-	mux     *http.ServeMux
+	cfg  Config
+	runs store.RunStore
+	// assistants keeps the assistants clients create (nil: the store
+	// keeps none)
+	assistants store.AssistantStore
+	names      map[string]string // assistant id → graph name
+	started    time.Time
+	mux        *http.ServeMux
 
 	ctx    context.Context // runs' context, cancelled by Shutdown
 	cancel context.CancelFunc
@@ -168,6 +171,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		owner: reaperOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
 		retained: make(chan struct{})}
+	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name

@@ -79,6 +79,28 @@ check("assistants: search finds the agent by graph id", async () => {
   assert.equal(a.graph_id, AGENT);
 });
 
+check("assistants: create from a graph, update makes a version, versions, setLatest, run it, delete", async () => {
+  const tag = `a-${Date.now()}`;
+  const a = await client.assistants.create({ graphId: AGENT, name: tag, metadata: { suite: tag, v: 1 } });
+  assert.equal(a.version, 1);
+  assert.equal(a.graph_id, AGENT);
+  const b = await client.assistants.update(a.assistant_id, { metadata: { v: 2 } });
+  assert.equal(b.version, 2);
+  assert.equal(b.metadata.suite, tag, "metadata is merged");
+  const versions = await client.assistants.getVersions(a.assistant_id);
+  assert.deepEqual(versions.map((v) => v.version), [2, 1]);
+  const latest = await client.assistants.setLatest(a.assistant_id, 1);
+  assert.equal(latest.version, 1);
+  assert.equal((await client.assistants.get(a.assistant_id)).metadata.v, 1);
+  const found = await client.assistants.search({ metadata: { suite: tag } });
+  assert.deepEqual(found.map((x) => x.assistant_id), [a.assistant_id]);
+  const values = await client.runs.wait(null, a.assistant_id, { input: INPUT });
+  assert.ok(values.__interrupt__?.length === 1, "a run of the created assistant reaches the gate");
+  await expectStatus(422, () => client.assistants.create({ graphId: AGENT, config: { configurable: { no_such: 1 } } }));
+  await client.assistants.delete(a.assistant_id);
+  await expectStatus(404, () => client.assistants.get(a.assistant_id));
+});
+
 check("threads: create, get, search by metadata", async () => {
   const tag = `t-${Date.now()}`;
   const t = await client.threads.create({ metadata: { suite: tag } });
