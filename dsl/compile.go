@@ -132,6 +132,11 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	}
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)
+	g.InputSchema = proj.Pipelines[name].InputSchema()
+	g.Description = descriptionOf(proj.Pipelines[name].Doc)
+	if a := opt.Agent; a != nil && descriptionOf(a.Doc) != "" {
+		g.Description = descriptionOf(a.Doc)
+	}
 	return g, nil
 }
 

@@ -51,6 +51,11 @@ type Graph struct {
 	Durability string
 	// Output computes the run's result from the final state; nil: the state.
 	Output Evaluator
+	// Description says what the graph's agent (else its pipeline) does,
+	// and InputSchema is the JSON Schema of its run input (nil: none
+	// declared): what a server shows of it (its MCP tool).
+	Description string
+	InputSchema map[string]any
 	// CheckInput checks a run's input before the thread starts and returns
 	// it normalised; its error names each field that does not fit (dsl
 	// compiles the pipeline's declared input into it). Nil accepts any

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -230,26 +231,37 @@ func (s *Server) executeAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	run, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/threads/"+q.ConversationID+"/runs/wait", bytes.NewReader(body))
+	out, err := s.runAndWait(r.Context(), q.ConversationID, name, body, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}
-	run.SetPathValue("thread", q.ConversationID)
-	run.Header.Set("Idempotency-Key", r.Header.Get("Idempotency-Key"))
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// runAndWait runs body on thread as POST /threads/{thread}/runs/wait would,
+// for the caller ctx names, waits for it and returns executeResult: its
+// status, output and state, its pending interrupt or its error.
+func (s *Server) runAndWait(ctx context.Context, thread, name string, body []byte, idempotencyKey string) (map[string]any, error) {
+	run, err := http.NewRequestWithContext(ctx, http.MethodPost, "/threads/"+thread+"/runs/wait", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	run.SetPathValue("thread", thread)
+	run.Header.Set("Idempotency-Key", idempotencyKey)
 	rec, l, err := s.createRun(run, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if l != nil {
 		defer l.streams.Done()
 		l.run()
 	}
-	final, err := s.wait(r.Context(), rec)
+	final, err := s.wait(ctx, rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, s.executeResult(rec.ID, q.ConversationID, name, l, final))
-	return nil
+	return s.executeResult(rec.ID, thread, name, l, final), nil
 }
 
 // runBody is the run that executes q: its input (the message, and the

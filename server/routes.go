@@ -48,6 +48,7 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST /execute", s.executeAgent)
 	handle("GET /conversations/{id}/stream", s.conversationStream)
 	handle("POST /tests/run", s.runTests)
+	api.Handle("/mcp", s.mcpHandler())
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})

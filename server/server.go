@@ -81,6 +81,8 @@ type Config struct {
 	// OwnMetricsListener leaves GET /metrics off the API's handler: the
 	// caller serves MetricsHandler on a listener of its own.
 	OwnMetricsListener bool
+	// MCP serves the assistants as MCP tools at /mcp (see mcp.go).
+	MCP bool
 }
 
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
@@ -120,6 +122,7 @@ type Server struct {
 	probe   probeCache  // the store's last write probe (ready.go)
 	tracing *tracing
 	convs   *convHub
+	mcpKey  []byte // what /mcp signs its sessions and request states with
 }
 
 // assistantNS is the namespace of assistant ids: uuid5(assistantNS, name).
@@ -173,6 +176,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		retained: make(chan struct{})}
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
+	s.mcpKey = mcpKeyOf(cfg.APIKeys)
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}

@@ -46,6 +46,16 @@ type Config struct {
 
 	// Serve holds runner serve's settings.
 	Serve ServeConfig `koanf:"serve"`
+	// MCP holds the settings of the agents served as MCP tools.
+	MCP MCPConfig `koanf:"mcp"`
+}
+
+// MCPConfig is the mcp section of runner.yaml.
+type MCPConfig struct {
+	// Enabled mounts the agents as MCP tools at runner serve's /mcp
+	// (mcp: {enabled: false}, RUNNER_MCP_ENABLED=false to leave it off;
+	// default on).
+	Enabled bool `koanf:"enabled"`
 }
 
 // ServeConfig is the serve section of runner.yaml.
@@ -89,7 +99,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		if key == "paths" {
 			return key, strings.Split(v, ",")
 		}
-		for _, section := range []string{"budget", "retention", "serve"} {
+		for _, section := range []string{"budget", "retention", "serve", "mcp"} {
 			if field, ok := strings.CutPrefix(key, section+"_"); ok {
 				return section + "." + field, v
 			}
@@ -102,7 +112,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if err := k.Load(posflag.Provider(cmd.Flags(), ".", k), nil); err != nil {
 		return nil, err
 	}
-	cfg := &Config{}
+	cfg := &Config{MCP: MCPConfig{Enabled: true}}
 	if err := k.Unmarshal("", cfg); err != nil {
 		return nil, err
 	}

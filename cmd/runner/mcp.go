@@ -28,7 +28,7 @@ func newMCP() *cobra.Command {
 	call.Flags().String("tenant", "", "the tenant the call runs for: its rule sets apply")
 	pin := &cobra.Command{Use: "pin [SERVER...]", Short: "Record the description and input schema of each tool the servers' tools: select, in their pins: (default: every server)",
 		RunE: mcpPin}
-	cmd.AddCommand(tools, call, pin)
+	cmd.AddCommand(tools, call, pin, newMCPServe())
 	return cmd
 }
 

@@ -91,10 +91,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		explainServed(cmd.ErrOrStderr(), graphs, unserved)
 		return usageErr(errors.New("no agent or pipeline can be served"))
 	}
-	if len(unserved) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "runner: serve: %d of %d agents and pipelines are not served (%s); why: %s\n",
-			len(unserved), len(unserved)+len(graphs), strings.Join(slices.Sorted(maps.Keys(unserved)), ", "), explainCommand(cmd))
-	}
+	reportUnserved(cmd, "serve", graphs, unserved)
 	keys, err := apiKeys(cmd, cfg)
 	if err != nil {
 		return usageErr(err)
@@ -124,7 +121,8 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(err)
 	}
 	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
-		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj}}
+		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj},
+		MCP: cfg.MCP.Enabled}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
 	scfg.Heartbeat = beat
 	scfg.Limits = serveLimits(cmd, cfg.Serve.Limits)
@@ -272,6 +270,15 @@ func explainServed(w io.Writer, graphs map[string]*runner.Graph, unserved map[st
 	}
 	for _, name := range slices.Sorted(maps.Keys(unserved)) {
 		fmt.Fprintf(w, "%s: not served:\n  %s\n", name, strings.ReplaceAll(strings.TrimSpace(unserved[name].Error()), "\n", "\n  "))
+	}
+}
+
+// reportUnserved says on one line which agents and pipelines a command
+// serving them cannot serve, and how to learn why.
+func reportUnserved(cmd *cobra.Command, command string, graphs map[string]*runner.Graph, unserved map[string]error) {
+	if len(unserved) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runner: %s: %d of %d agents and pipelines are not served (%s); why: %s\n", command,
+			len(unserved), len(unserved)+len(graphs), strings.Join(slices.Sorted(maps.Keys(unserved)), ", "), explainCommand(cmd))
 	}
 }
 
