@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -18,12 +19,13 @@ func (in *Input) Vars() map[string]any {
 		"config": in.Run.config}
 }
 
-// runVar is what expressions see as run: the thread, when this turn of
+// runVar is what expressions see as run: the thread (by the id its
+// tenant knows it by: access.ThreadID), when this turn of
 // it began and the clock's reading (RFC 3339 times in UTC), and the limits
 // the turn runs under: max_steps and timeout_seconds (0: none).
 func (r *Run) runVar() map[string]any {
 	f := r.fixedRunVars()
-	return map[string]any{"thread": r.Thread, "started_at": f.startedAt,
+	return map[string]any{"thread": access.ThreadID(r.Thread), "started_at": f.startedAt,
 		"now": r.clock.Now().UTC().Format(time.RFC3339Nano), "limits": f.limits}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -95,7 +96,7 @@ func (e *Engine) sweepThread(ctx context.Context, t store.Thread, ret Retention,
 		return nil // nothing to drop
 	}
 	// a child thread runs under its parent's lease, and writes without one
-	root, _, child := strings.Cut(t.ID, "/")
+	root := access.Root(t.ID)
 	l, err := e.Store.Acquire(ctx, root, sweeperPrefix+e.leaseOwner(), cmp.Or(e.LeaseTTL, DefaultLeaseTTL))
 	if errors.Is(err, store.ErrLeased) {
 		res.Skipped++
@@ -109,7 +110,7 @@ func (e *Engine) sweepThread(ctx context.Context, t store.Thread, ret Retention,
 		g = opts.Graph(t.Pipeline)
 	}
 	token := l.Token
-	if child {
+	if root != t.ID {
 		token = 0
 	}
 	n, err := e.prune(ctx, g, t.ID, ret, token)

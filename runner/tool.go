@@ -27,8 +27,9 @@ type ToolSpec struct {
 }
 
 // ToolCall is one invocation: validated arguments, the caller's state, and
-// an idempotency key (thread:checkpoint:call) a side-effecting tool can
-// pass on, so a call replayed after a crash can be recognised.
+// an idempotency key (thread:call, the thread by its store id, which
+// names its tenant: two tenants' calls never share a key) a side-effecting
+// tool can pass on, so a call replayed after a crash can be recognised.
 type ToolCall struct {
 	Name  string
 	Args  map[string]any

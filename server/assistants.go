@@ -72,7 +72,7 @@ func (s *Server) resolve(ctx context.Context, id string) (*resolved, error) {
 		return &resolved{view: s.assistant(name), name: name, g: g}, nil
 	}
 	if s.assistants != nil {
-		a, err := s.assistants.Assistant(ctx, tenantOf(ctx), id)
+		a, err := s.assistants.Assistant(ctx, principal(ctx).Tenant, id)
 		if err == nil && s.cfg.Graphs[a.GraphID] != nil {
 			return &resolved{view: storedJSON(a), name: a.GraphID, g: s.cfg.Graphs[a.GraphID], stored: a}, nil
 		}
@@ -127,7 +127,7 @@ func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
 		}
 		return problemf(http.StatusConflict, "assistant %s exists (if_exists: do_nothing returns it)", q.AssistantID)
 	}
-	a := &store.Assistant{ID: q.AssistantID, Tenant: tenantOf(r.Context()), Version: 1, GraphID: q.GraphID,
+	a := &store.Assistant{ID: q.AssistantID, Tenant: principal(r.Context()).Tenant, Version: 1, GraphID: q.GraphID,
 		Name: cmp.Or(q.Name, q.GraphID), Description: q.Description}
 	if err := s.fill(a, q, nil); err != nil {
 		return err
@@ -326,7 +326,7 @@ type assistantQuery struct {
 func (s *Server) matching(ctx context.Context, q assistantQuery) ([]assistant, error) {
 	var all []assistant
 	if s.assistants != nil {
-		stored, err := s.assistants.Assistants(ctx, tenantOf(ctx))
+		stored, err := s.assistants.Assistants(ctx, principal(ctx).Tenant)
 		if err != nil {
 			return nil, err
 		}

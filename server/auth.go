@@ -2,55 +2,66 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
 )
 
-type tenantKey struct{}
-
-// tenantOf is the tenant of the request's API key.
-func tenantOf(ctx context.Context) string {
-	t, _ := ctx.Value(tenantKey{}).(string)
-	return t
+// principal is the principal the request acts as (authenticate put it in
+// its context).
+func principal(ctx context.Context) access.Principal {
+	p, _ := access.FromContext(ctx)
+	return p
 }
 
-// authenticate lets a request through with the tenant of its API key
-// (x-api-key, or Authorization: Bearer); without a known key it is 401.
+// threadKey is the store id of the thread the request's tenant knows as id.
+func threadKey(ctx context.Context, id string) string {
+	return access.ThreadKey(principal(ctx).Tenant, id)
+}
+
+// authenticate lets a request through as the principal of its API key
+// (x-api-key, or Authorization: Bearer), or as the local principal
+// without auth; without a known key it is 401.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.NoAuth {
-			next.ServeHTTP(w, r)
-			return
+		p, ok := access.Local(), s.cfg.NoAuth
+		if !ok {
+			key := r.Header.Get("X-Api-Key")
+			if b, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); key == "" && bearer {
+				key = strings.TrimSpace(b)
+			}
+			p, ok = s.cfg.Keys.Lookup(key)
 		}
-		key := r.Header.Get("X-Api-Key")
-		if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); key == "" && ok {
-			key = strings.TrimSpace(b)
-		}
-		tenant, ok := s.tenantForKey(key)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runner"`)
 			writeProblem(w, problemf(http.StatusUnauthorized, "a valid API key is required (x-api-key header or Authorization: Bearer)"))
 			return
 		}
-		noteTenant(r.Context(), tenant)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		notePrincipal(r.Context(), p)
+		next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), p)))
 	})
 }
 
-// tenantForKey looks a key up by its hash, comparing in constant time.
-func (s *Server) tenantForKey(key string) (string, bool) {
-	if key == "" {
-		return "", false
+// thread returns the record of the thread the request's principal knows
+// as id, if the principal may use it: the one check (access.Authorize) of
+// every endpoint that names a thread, a run, a stream or a conversation.
+// Another tenant's thread, a child thread and an unknown one are the same
+// 404.
+func (s *Server) thread(ctx context.Context, id string) (*store.ThreadRecord, error) {
+	p := principal(ctx)
+	key := access.ThreadKey(p.Tenant, id)
+	rec, err := s.runs.Thread(ctx, key)
+	switch {
+	case err == nil && access.Authorize(p, key, rec.Tenant) == nil:
+		return rec, nil
+	case err == nil, errors.Is(err, store.ErrNotFound):
+		return nil, problemf(http.StatusNotFound, "no thread %q", id)
 	}
-	h := HashKey(key)
-	for hash, tenant := range s.cfg.APIKeys {
-		if subtle.ConstantTimeCompare([]byte(strings.ToLower(hash)), []byte(h)) == 1 {
-			return tenant, true
-		}
-	}
-	return "", false
+	return nil, err
 }
 
 // cors answers preflight requests and marks responses for the configured

@@ -220,7 +220,7 @@ func (s *Server) limitStreams(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tenant := tenantOf(r.Context())
+		tenant := principal(r.Context()).Tenant
 		reason, ok := s.streams.open(tenant, s.cfg.Limits)
 		if !ok {
 			s.metrics.refusals.WithLabelValues(reason).Inc()

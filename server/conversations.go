@@ -77,10 +77,7 @@ func (h *convHub) begin(l *liveRun) *convRun {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.running[c.thread] = c
-	if ch, ok := h.waiting[c.thread]; ok {
-		close(ch)
-		delete(h.waiting, c.thread)
-	}
+	h.wakeLocked(c.thread)
 	return c
 }
 
@@ -98,6 +95,22 @@ func (h *convHub) next(thread string) (*convRun, <-chan struct{}) {
 		h.waiting[thread] = ch
 	}
 	return nil, ch
+}
+
+// wake wakes the streams waiting for thread's next execution, which look
+// again whether the conversation is still there.
+func (h *convHub) wake(thread string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.wakeLocked(thread)
+}
+
+// wakeLocked is wake with h.mu held.
+func (h *convHub) wakeLocked(thread string) {
+	if ch, ok := h.waiting[thread]; ok {
+		close(ch)
+		delete(h.waiting, thread)
+	}
 }
 
 func (c *convRun) event(ev runner.Event) {
@@ -227,7 +240,7 @@ func (s *Server) executeAgent(w http.ResponseWriter, r *http.Request) error {
 	if q.ConversationID == "" {
 		q.ConversationID = uuid.Must(uuid.NewV7()).String()
 	}
-	body, err := q.runBody(name, g, tenantOf(r.Context()))
+	body, err := q.runBody(name, g, principal(r.Context()).Tenant)
 	if err != nil {
 		return err
 	}
@@ -322,27 +335,35 @@ func (s *Server) executeResult(run, thread, name string, l *liveRun, final any) 
 }
 
 // conversationStream streams the conversation's execution under way, or
-// its next one: node_end per step, then done.
+// its next one: node_end per step, then done. It ends when the
+// conversation is deleted.
 func (s *Server) conversationStream(w http.ResponseWriter, r *http.Request) error {
-	thread := r.PathValue("id")
-	if _, err := s.record(r.Context(), thread); err != nil {
+	rec, err := s.thread(r.Context(), r.PathValue("id"))
+	if err != nil {
 		return err
 	}
-	c, begun := s.convs.next(thread) // before the headers: a client that has them is following
+	c, begun := s.convs.next(rec.ID) // before the headers: a client that has them is following
 	sw := s.openStream(w)
 	defer sw.close()
 	sw.flush() // the client has the headers while the stream waits
-	for c == nil {
+	for {
+		if s.gone(r.Context(), rec) { // checked after c was found: it is the conversation's, not a new one's
+			sw.deleted(r.PathValue("id"))
+			return nil
+		}
+		if c != nil {
+			break
+		}
 		select {
 		case <-begun:
-			c, begun = s.convs.next(thread)
+			c, begun = s.convs.next(rec.ID)
 		case <-sw.beat.C:
 			if !sw.heartbeat() {
 				return nil
 			}
 		case <-sw.expired:
 			sw.expire(fmt.Sprintf("the stream reached its maximum duration of %s before an execution of conversation %s began; open it again",
-				s.cfg.MaxStream, thread))
+				s.cfg.MaxStream, r.PathValue("id")))
 			return nil
 		case <-r.Context().Done():
 			return nil

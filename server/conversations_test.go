@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -62,9 +64,12 @@ func TestExecuteAndConversationStream(t *testing.T) {
 		}
 	}
 
-	e.key = otherKey
+	e.key = otherKey // the id is acme's: for another tenant it is a new conversation
 	e.call("GET", "/conversations/conv-9/stream", nil, 404)
-	e.call("POST", "/execute", map[string]any{"agent_type": "rule_37", "conversation_id": "conv-9", "message": "hi"}, 404)
+	theirs := e.call("POST", "/execute", map[string]any{"agent_type": "rule_37", "conversation_id": "conv-9", "message": "hi"}, 200)
+	if st := theirs["state"].(map[string]any); st["tenant_id"] != "other" || strings.Contains(fmt.Sprint(theirs), "Add the Mitchell Ranch 3H well.") {
+		t.Errorf("the other tenant's conversation conv-9 = %v, want a new one of its own", st)
+	}
 	e.key = ""
 	e.call("POST", "/execute", map[string]any{"agent_type": "rule_37", "message": "hi"}, 401)
 	e.key = testKey

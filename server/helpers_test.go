@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
@@ -145,7 +146,7 @@ func newEnv(t *testing.T, tweak ...func(*server.Config)) *env {
 	cfg := server.Config{Store: st, Heartbeat: 50 * time.Millisecond,
 		Graphs: map[string]*runner.Graph{"approval": approvalGraph(), "slow": slowGraph(e.release), "fail": failGraph(),
 			"steps": stepsGraph(), "hold": holdGraph(e.release)},
-		APIKeys: map[string]string{server.HashKey(testKey): "acme", server.HashKey(otherKey): "other"}}
+		Keys: access.Keys{access.HashKey(testKey): {Tenant: "acme"}, access.HashKey(otherKey): {Tenant: "other"}}}
 	for _, f := range tweak {
 		f(&cfg)
 	}

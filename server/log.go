@@ -4,23 +4,25 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // requestInfo is what the request log learns while a request is served:
-// the tenant its key authenticated (never the key itself).
-type requestInfo struct{ tenant string }
+// the principal its key authenticated (never the key itself).
+type requestInfo struct{ p access.Principal }
 
 type requestInfoKey struct{}
 
-// noteTenant records the request's tenant for its log line.
-func noteTenant(ctx context.Context, tenant string) {
+// notePrincipal records the request's principal for its log line.
+func notePrincipal(ctx context.Context, p access.Principal) {
 	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
-		info.tenant = tenant
+		info.p = p
 	}
 }
 
 // logRequests logs every request once it is served: method, path,
-// status, duration and tenant.
+// status, duration, tenant and principal.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -28,7 +30,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 		s.cfg.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration_ms", time.Since(start).Milliseconds(), "tenant", info.tenant)
+			"duration_ms", time.Since(start).Milliseconds(), "tenant", info.p.Tenant, "principal", info.p.Name)
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // The assistants as Model Context Protocol tools: runner serve mounts
@@ -86,7 +87,7 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.stateless.ServeHTTP(w, r)
 		return
 	}
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !e.s.mcpSessionOf(id, tenantOf(r.Context())) {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !e.s.mcpSessionOf(id, principal(r.Context()).Tenant) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
@@ -95,7 +96,7 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // server returns the tenant's MCP server.
 func (e *mcpEndpoint) server(ctx context.Context) *mcp.Server {
-	tenant := tenantOf(ctx)
+	tenant := principal(ctx).Tenant
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	srv := e.servers[tenant]
@@ -107,14 +108,15 @@ func (e *mcpEndpoint) server(ctx context.Context) *mcp.Server {
 }
 
 // ServeMCP serves the assistants as MCP tools over t (stdio, for runner
-// mcp serve) for the default tenant, until ctx ends or the client hangs
-// up.
+// mcp serve) for the local principal of the default tenant, until ctx
+// ends or the client hangs up.
 func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport) error {
-	return s.mcpServer(ctx, nil).Run(ctx, t)
+	return s.mcpServer(access.NewContext(ctx, access.Local()), nil).Run(ctx, t)
 }
 
 // mcpServer returns an MCP server whose tools are the assistants, run for
-// the caller whose identity ctx carries; sessionID names its sessions.
+// the tenant of the caller whose principal ctx carries (a tenant's server
+// serves all its principals); sessionID names its sessions.
 func (s *Server) mcpServer(caller context.Context, sessionID func() string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "runner", Version: s.cfg.Version}, &mcp.ServerOptions{GetSessionID: sessionID,
 		Instructions: "Each tool runs one of runner's agents. Pass the thread_id a result names to continue its conversation. " +
@@ -122,7 +124,7 @@ func (s *Server) mcpServer(caller context.Context, sessionID func() string) *mcp
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.Graphs)) {
 		g := s.cfg.Graphs[name]
 		srv.AddTool(assistantTool(name, g), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return s.callAssistant(context.WithValue(ctx, tenantKey{}, tenantOf(caller)), name, req)
+			return s.callAssistant(access.NewContext(ctx, access.Principal{Tenant: principal(caller).Tenant}), name, req)
 		})
 	}
 	return srv
@@ -183,7 +185,7 @@ func (s *Server) callAssistant(ctx context.Context, name string, req *mcp.CallTo
 // answers, unless it no longer waits on those interrupts (another answer
 // resumed it): then it says where the thread stands, running nothing.
 func (s *Server) mcpAnswer(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	st, err := s.mcpVerify(req.Params.RequestState, tenantOf(ctx))
+	st, err := s.mcpVerify(req.Params.RequestState, principal(ctx).Tenant)
 	if err != nil {
 		return mcpError("", err.Error()), nil
 	}
@@ -277,7 +279,7 @@ func (s *Server) mcpPaused(ctx context.Context, name, thread string, intr *runne
 		return mcpWaiting(name, thread, intr)
 	}
 	if multiRoundTrip(req) {
-		token := s.mcpSign(mcpState{Tenant: tenantOf(ctx), Thread: thread, Interrupts: leafIDs(intr)})
+		token := s.mcpSign(mcpState{Tenant: principal(ctx).Tenant, Thread: thread, Interrupts: leafIDs(intr)})
 		return &mcp.CallToolResult{InputRequests: forms, RequestState: token}
 	}
 	answers := mcp.InputResponseMap{}
@@ -390,7 +392,7 @@ func leafIDs(intr *runner.Interrupt) []string {
 // threadState is the caller's thread's newest state (nil: it has none, or
 // does not exist yet).
 func (s *Server) threadState(ctx context.Context, thread string) (*runner.ThreadState, error) {
-	rec, err := s.record(ctx, thread)
+	rec, err := s.thread(ctx, thread)
 	if p, ok := errors.AsType[*problem](err); ok && p.Status == http.StatusNotFound {
 		return nil, nil
 	}
@@ -475,7 +477,7 @@ func (s *Server) mac(purpose, data string) []byte {
 // mcpKeyOf is the key /mcp signs with: derived from the API keys' hashes,
 // so every replica of a deployment signs alike and a restart keeps its
 // tokens; random when the server runs without keys.
-func mcpKeyOf(keys map[string]string) []byte {
+func mcpKeyOf(keys access.Keys) []byte {
 	if len(keys) == 0 {
 		var b [32]byte
 		_, _ = rand.Read(b[:])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -222,7 +222,7 @@ func (p *pendingApprovals) Collect(ch chan<- prometheus.Metric) {
 	}
 	counts := map[string]int{}
 	for _, t := range threads {
-		if t.Status == runner.StatusInterrupted && !strings.Contains(t.ID, "/") && gated(ctx, p.st, t.ID) {
+		if t.Status == runner.StatusInterrupted && access.Root(t.ID) == t.ID && gated(ctx, p.st, t.ID) {
 			counts[t.Pipeline]++
 		}
 	}

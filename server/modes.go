@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // The stream modes LangGraph added beside debug, made from the runtime's
@@ -140,7 +141,7 @@ func langchainEvent(l *liveRun, ev runner.Event) map[string]any {
 	}
 	return map[string]any{"event": kind, "name": name, "run_id": runID, "parent_ids": parents,
 		"tags": []string{fmt.Sprintf("graph:step:%d", ev.Step)}, "data": data,
-		"metadata": map[string]any{"langgraph_node": ev.Node, "langgraph_step": ev.Step, "thread_id": l.rec.Thread, "run_id": l.rec.ID}}
+		"metadata": map[string]any{"langgraph_node": ev.Node, "langgraph_step": ev.Step, "thread_id": access.ThreadID(l.rec.Thread), "run_id": l.rec.ID}}
 }
 
 // errorText is the message of an error event's data.

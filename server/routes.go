@@ -2,64 +2,90 @@ package server
 
 import "net/http"
 
-// routes maps the API's endpoints; health, info and metrics need no key.
-func (s *Server) routes() *http.ServeMux {
-	api := http.NewServeMux()
-	handle := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-		api.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+// route is one endpoint of the router: a pattern of http.ServeMux and its
+// handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// publicRoutes need no key: health, readiness, info and, unless it has a
+// listener of its own, metrics.
+func (s *Server) publicRoutes() []route {
+	rs := []route{{"GET /ok", s.ok}, {"GET /healthz", s.ok}, {"GET /readyz", s.ready}, {"GET /info", s.info}}
+	if !s.cfg.OwnMetricsListener {
+		rs = append(rs, route{"GET /metrics", s.metrics.handler().ServeHTTP})
+	}
+	return rs
+}
+
+// apiRoutes are the endpoints that need a key, each answering its error
+// as a problem. Every one that names a thread, a run, a stream or a
+// conversation authorises through Server.thread; the isolation test walks
+// them all.
+func (s *Server) apiRoutes() []route {
+	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) route {
+		return route{pattern, func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
 				writeProblem(w, err)
 			}
-		})
+		}}
 	}
-	handle("POST /assistants", s.createAssistant)
-	handle("POST /assistants/search", s.searchAssistants)
-	handle("POST /assistants/count", s.countAssistants)
-	handle("GET /assistants/{id}", s.getAssistant)
-	handle("PATCH /assistants/{id}", s.patchAssistant)
-	handle("DELETE /assistants/{id}", s.deleteAssistant)
-	handle("POST /assistants/{id}/latest", s.setLatest)
-	handle("POST /assistants/{id}/versions", s.listVersions)
-	handle("GET /assistants/{id}/graph", s.getAssistantGraph)
-	handle("GET /assistants/{id}/schemas", s.getAssistantSchemas)
+	return []route{
+		api("POST /assistants", s.createAssistant),
+		api("POST /assistants/search", s.searchAssistants),
+		api("POST /assistants/count", s.countAssistants),
+		api("GET /assistants/{id}", s.getAssistant),
+		api("PATCH /assistants/{id}", s.patchAssistant),
+		api("DELETE /assistants/{id}", s.deleteAssistant),
+		api("POST /assistants/{id}/latest", s.setLatest),
+		api("POST /assistants/{id}/versions", s.listVersions),
+		api("GET /assistants/{id}/graph", s.getAssistantGraph),
+		api("GET /assistants/{id}/schemas", s.getAssistantSchemas),
 
-	handle("POST /threads", s.createThread)
-	handle("POST /threads/search", s.searchThreads)
-	handle("GET /threads/{thread}", s.getThread)
-	handle("PATCH /threads/{thread}", s.patchThread)
-	handle("DELETE /threads/{thread}", s.deleteThread)
-	handle("GET /threads/{thread}/state", s.getState)
-	handle("GET /threads/{thread}/state/{checkpoint}", s.getState)
-	handle("POST /threads/{thread}/state", s.updateState)
-	handle("POST /threads/{thread}/history", s.history)
-	handle("GET /threads/{thread}/stream", s.threadStream)
+		api("POST /threads", s.createThread),
+		api("POST /threads/search", s.searchThreads),
+		api("GET /threads/{thread}", s.getThread),
+		api("PATCH /threads/{thread}", s.patchThread),
+		api("DELETE /threads/{thread}", s.deleteThread),
+		api("GET /threads/{thread}/state", s.getState),
+		api("GET /threads/{thread}/state/{checkpoint}", s.getState),
+		api("POST /threads/{thread}/state", s.updateState),
+		api("POST /threads/{thread}/history", s.history),
+		api("GET /threads/{thread}/stream", s.threadStream),
 
-	handle("POST /threads/{thread}/runs", s.createBackgroundRun)
-	handle("POST /threads/{thread}/runs/stream", s.createStreamRun)
-	handle("POST /threads/{thread}/runs/wait", s.createWaitRun)
-	handle("POST /runs/stream", s.createStreamRun)
-	handle("POST /runs/wait", s.createWaitRun)
-	handle("GET /threads/{thread}/runs", s.listRuns)
-	handle("GET /threads/{thread}/runs/{run}", s.getRun)
-	handle("DELETE /threads/{thread}/runs/{run}", s.deleteRun)
-	handle("GET /threads/{thread}/runs/{run}/join", s.joinRun)
-	handle("GET /threads/{thread}/runs/{run}/stream", s.joinStream)
-	handle("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun)
-	handle("POST /execute", s.executeAgent)
-	handle("GET /conversations/{id}/stream", s.conversationStream)
-	handle("POST /tests/run", s.runTests)
-	api.Handle("/mcp", s.mcpHandler())
+		api("POST /threads/{thread}/runs", s.createBackgroundRun),
+		api("POST /threads/{thread}/runs/stream", s.createStreamRun),
+		api("POST /threads/{thread}/runs/wait", s.createWaitRun),
+		api("POST /runs/stream", s.createStreamRun),
+		api("POST /runs/wait", s.createWaitRun),
+		api("GET /threads/{thread}/runs", s.listRuns),
+		api("GET /threads/{thread}/runs/{run}", s.getRun),
+		api("DELETE /threads/{thread}/runs/{run}", s.deleteRun),
+		api("GET /threads/{thread}/runs/{run}/join", s.joinRun),
+		api("GET /threads/{thread}/runs/{run}/stream", s.joinStream),
+		api("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun),
+		api("POST /execute", s.executeAgent),
+		api("GET /conversations/{id}/stream", s.conversationStream),
+		api("POST /tests/run", s.runTests),
+		{"/mcp", s.mcpHandler().ServeHTTP},
+	}
+}
+
+// routes is the router: the public routes, then the API's behind its key,
+// its body limit, and a 404 problem for what is no route.
+func (s *Server) routes() *http.ServeMux {
+	api := http.NewServeMux()
+	for _, rt := range s.apiRoutes() {
+		api.HandleFunc(rt.pattern, rt.handler)
+	}
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ok", s.ok)
-	mux.HandleFunc("GET /healthz", s.ok)
-	mux.HandleFunc("GET /readyz", s.ready)
-	mux.HandleFunc("GET /info", s.info)
-	if !s.cfg.OwnMetricsListener {
-		mux.Handle("GET /metrics", s.metrics.handler())
+	for _, rt := range s.publicRoutes() {
+		mux.HandleFunc(rt.pattern, rt.handler)
 	}
 	mux.Handle("/", s.authenticate(s.limitStreams(s.limitBody(api))))
 	outer := http.NewServeMux()

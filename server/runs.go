@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -43,31 +44,37 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	// only if creating the thread finds it there (a read fewer for a new one).
 	var existing *store.ThreadRecord
 	create := stateless || q.IfNotExists == "create"
-	if stateless {
+	switch {
+	case stateless:
 		thread = uuid.Must(uuid.NewV7()).String()
-	} else if !create {
-		if existing, err = s.record(ctx, thread); err != nil {
+	case !create:
+		if existing, err = s.thread(ctx, thread); err != nil {
 			return nil, nil, err
 		}
+	default:
+		if err := access.CheckThreadID(thread); err != nil {
+			return nil, nil, problemf(http.StatusUnprocessableEntity, "%v", err)
+		}
 	}
+	key := threadKey(ctx, thread)
 	kwargs, _ := json.Marshal(q)
 	meta, _ := json.Marshal(orMap(q.Metadata))
 	status := store.RunPending
-	if !s.busy(thread) { // it starts at once, unless admit finds the thread busy after all
+	if !s.busy(key) { // it starts at once, unless admit finds the thread busy after all
 		status = store.RunRunning
 	}
-	rec := &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: thread,
-		Tenant: tenantOf(ctx), Assistant: name, Status: status, MultitaskStrategy: q.MultitaskStrategy,
+	rec := &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: key,
+		Tenant: principal(ctx).Tenant, Assistant: name, Status: status, MultitaskStrategy: q.MultitaskStrategy,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"), Kwargs: kwargs, Metadata: meta}
 	var newThread *store.ThreadRecord // created with the run, in one write
 	if create {
 		tag, _ := json.Marshal(graphTag(name))
-		newThread = &store.ThreadRecord{ID: thread, Tenant: rec.Tenant, Metadata: tag}
+		newThread = &store.ThreadRecord{ID: key, Tenant: rec.Tenant, Metadata: tag}
 	}
 	run, created, err := s.runs.CreateRun(ctx, rec, newThread)
 	if errors.Is(err, store.ErrConflict) && create && !stateless {
 		// the thread exists: it must be the tenant's, and is tagged as an existing thread
-		if existing, err = s.record(ctx, thread); err == nil {
+		if existing, err = s.thread(ctx, thread); err == nil {
 			run, created, err = s.runs.CreateRun(ctx, rec, nil)
 		}
 	}
@@ -79,7 +86,7 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	if err != nil {
 		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
 		if stateless {
-			_ = s.runs.DeleteThread(context.WithoutCancel(ctx), thread)
+			_ = s.runs.DeleteThread(context.WithoutCancel(ctx), key)
 		}
 		return nil, nil, err
 	}
@@ -101,11 +108,11 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 	defer s.stateMu.Unlock()
 	busy := s.busy(rec.Thread)
 	if busy && q.MultitaskStrategy == "reject" {
-		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", rec.Thread)
+		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", access.ThreadID(rec.Thread))
 	}
 	if q.CheckpointID != "" {
 		if busy {
-			return nil, problemf(http.StatusConflict, "thread %s is busy with another run: a run from checkpoint %s needs it idle", rec.Thread, q.CheckpointID)
+			return nil, problemf(http.StatusConflict, "thread %s is busy with another run: a run from checkpoint %s needs it idle", access.ThreadID(rec.Thread), q.CheckpointID)
 		}
 		if err := s.rewind(ctx, g, rec.Thread, q.CheckpointID); err != nil {
 			return nil, err
@@ -134,7 +141,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 		l.readers.Add(1) // until its stream is done
 		watched = l
 	}
-	meta := s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": rec.Thread, "attempt": 1})
+	meta := s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": access.ThreadID(rec.Thread), "attempt": 1})
 	if !busy && !watch { // written with the run's first events
 		l.pending = meta
 		s.start(l)
@@ -176,7 +183,7 @@ func (s *Server) tagThread(ctx context.Context, rec *store.RunRecord, t *store.T
 	if name, _ := meta["graph_id"].(string); s.cfg.Graphs[name] != nil {
 		// another graph of the same pipeline (another agent) may continue it
 		if s.cfg.Graphs[name].Name != s.cfg.Graphs[rec.Assistant].Name {
-			return problemf(http.StatusConflict, "thread %s runs %s, not %s", rec.Thread, name, rec.Assistant)
+			return problemf(http.StatusConflict, "thread %s runs %s, not %s", access.ThreadID(rec.Thread), name, rec.Assistant)
 		}
 		return nil
 	}
@@ -201,7 +208,7 @@ func (s *Server) rewind(ctx context.Context, g *runner.Graph, thread, id string)
 	}
 	if _, err := (&runner.Engine{Store: s.cfg.Store}).Rewind(ctx, g, thread, cp); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return problemf(http.StatusNotFound, "thread %s has no checkpoint %s", thread, id)
+			return problemf(http.StatusNotFound, "thread %s has no checkpoint %s", access.ThreadID(thread), id)
 		}
 		return err
 	}
@@ -210,7 +217,7 @@ func (s *Server) rewind(ctx context.Context, g *runner.Graph, thread, id string)
 
 // runJSON is a run as the API shows it.
 func runJSON(r *store.RunRecord) map[string]any {
-	return map[string]any{"run_id": r.ID, "thread_id": r.Thread, "assistant_id": assistantOf(r),
+	return map[string]any{"run_id": r.ID, "thread_id": access.ThreadID(r.Thread), "assistant_id": assistantOf(r),
 		"created_at": stamp(r.CreatedAt), "updated_at": stamp(r.UpdatedAt), "status": r.Status,
 		"metadata": metadata(r.Metadata), "kwargs": metadata(r.Kwargs), "multitask_strategy": r.MultitaskStrategy}
 }
@@ -274,7 +281,7 @@ func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
 // setRunLocation points the client at the run and, for a stream, at the
 // stream to rejoin.
 func setRunLocation(w http.ResponseWriter, rec *store.RunRecord, stream bool) {
-	loc := "/threads/" + rec.Thread + "/runs/" + rec.ID
+	loc := "/threads/" + access.ThreadID(rec.Thread) + "/runs/" + rec.ID
 	w.Header().Set("Content-Location", loc)
 	if stream {
 		w.Header().Set("Location", loc+"/stream")

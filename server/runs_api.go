@@ -10,26 +10,26 @@ import (
 )
 
 // threadRun returns the path's run if it belongs to the path's thread,
-// which the tenant owns.
+// which the request's principal may use (Server.thread).
 func (s *Server) threadRun(r *http.Request) (*store.RunRecord, error) {
-	thread := r.PathValue("thread")
-	if _, err := s.record(r.Context(), thread); err != nil {
+	thread, err := s.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
 		return nil, err
 	}
 	rec, err := s.runs.Run(r.Context(), r.PathValue("run"))
-	if err != nil || rec.Thread != thread {
-		return nil, problemf(http.StatusNotFound, "thread %s has no run %q", thread, r.PathValue("run"))
+	if err != nil || rec.Thread != thread.ID {
+		return nil, problemf(http.StatusNotFound, "thread %s has no run %q", r.PathValue("thread"), r.PathValue("run"))
 	}
 	return s.reap(r.Context(), rec)
 }
 
 // listRuns lists a thread's runs, newest first (limit, offset, status).
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	thread := r.PathValue("thread")
-	if _, err := s.record(r.Context(), thread); err != nil {
+	thread, err := s.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
 		return err
 	}
-	runs, err := s.runs.Runs(r.Context(), thread)
+	runs, err := s.runs.Runs(r.Context(), thread.ID)
 	if err != nil {
 		return err
 	}

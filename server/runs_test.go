@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/server"
 )
@@ -357,8 +358,8 @@ func (c *readCounter) Thread(ctx context.Context, id string) (*store.ThreadRecor
 // thread creates it with the run and reads no thread record; on an
 // existing thread (the tenant's, naming no graph) it runs there, tags the
 // thread with its graph and reads the record once, as a run without
-// if_not_exists does; on another tenant's thread it is 404 and leaves no
-// run.
+// if_not_exists does; on an id another tenant uses it makes the tenant's
+// own thread, as on a new id, and the other's thread has no run.
 func TestIfNotExistsReadsOnce(t *testing.T) {
 	var counted *readCounter
 	e := newEnv(t, func(c *server.Config) {
@@ -394,7 +395,10 @@ func TestIfNotExistsReadsOnce(t *testing.T) {
 			t.Errorf("thread %s metadata = %v, want graph_id approval", tc.thread, meta)
 		}
 	}
-	e.call("POST", "/threads/theirs/runs/wait", create, 404)
+	counted.reads.Store(0)
+	if got := e.call("POST", "/threads/theirs/runs/wait", create, 200); got["__interrupt__"] == nil || counted.reads.Load() != 0 {
+		t.Errorf("run on an id the other tenant uses = %v after %d reads, want a new thread's run", got, counted.reads.Load())
+	}
 	e.key = otherKey
 	if runs := e.list("GET", "/threads/theirs/runs", nil); len(runs) != 0 {
 		t.Errorf("runs on the other tenant's thread = %v, want none", runs)
@@ -402,27 +406,38 @@ func TestIfNotExistsReadsOnce(t *testing.T) {
 }
 
 // A thread created with its run starts from no checkpoint, even where a
-// writer outside the server (runner exec on the same store, another
-// tenant) left checkpoints under its id without a thread record: the run
-// fails at its first checkpoint, the stray state is neither read nor
-// changed.
+// writer outside the server (runner exec --tenant acme on the same store)
+// left checkpoints under its id without a thread record: the run fails at
+// its first checkpoint, the stray state is neither read nor changed.
+// Another tenant's checkpoints under the same id are another thread.
 func TestCreatedThreadIgnoresStrayCheckpoints(t *testing.T) {
 	e := newEnv(t)
-	stray := &runner.Engine{Store: e.store, Tenant: "other"}
-	if _, err := stray.Run(context.Background(), stepsGraph(), "stray", nil); err != nil {
-		t.Fatal(err)
+	for _, tenant := range []string{"acme", "other"} {
+		stray := &runner.Engine{Store: e.store, Tenant: tenant}
+		if _, err := stray.Run(context.Background(), stepsGraph(), access.ThreadKey(tenant, "stray"), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
-	before, err := e.store.History(context.Background(), "stray")
-	if err != nil {
-		t.Fatal(err)
+	history := func(tenant string) []*store.Checkpoint {
+		h, err := e.store.History(context.Background(), access.ThreadKey(tenant, "stray"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
 	}
+	before := history("acme")
 	body := map[string]any{"assistant_id": "steps", "input": map[string]any{"note": "mine"}, "if_not_exists": "create"}
 	got := e.call("POST", "/threads/stray/runs/wait", body, 200)
 	if got["__error__"] == nil || got["path"] != nil {
 		t.Errorf("run on a new thread over stray checkpoints = %v, want an error and no state", got)
 	}
-	after, err := e.store.History(context.Background(), "stray")
-	if err != nil || len(after) != len(before) || after[len(after)-1].Tenant != "other" {
-		t.Errorf("stray checkpoints after the run: %d (%v), want the %d written before, unchanged", len(after), err, len(before))
+	if after := history("acme"); len(after) != len(before) || after[len(after)-1].Tenant != "acme" {
+		t.Errorf("stray checkpoints after the run: %d, want the %d written before, unchanged", len(after), len(before))
+	}
+	e.key = otherKey
+	e.call("GET", "/threads/stray", nil, 404) // exec wrote it, no record: the tenant adopts it with POST /threads
+	e.call("POST", "/threads", map[string]any{"thread_id": "stray"}, 200)
+	if got := e.call("GET", "/threads/stray/state", nil, 200)["values"].(map[string]any); got["note"] != "" || len(got["path"].([]any)) != 3 {
+		t.Errorf("the other tenant's adopted thread = %v, want its own run's state", got)
 	}
 }

@@ -1,6 +1,7 @@
 // Package server serves runner's graphs over HTTP with the LangGraph Agent
 // Server API: assistants (one per graph), threads, runs streamed over
-// server-sent events, human-in-the-loop resume, API keys per tenant. It
+// server-sent events, human-in-the-loop resume, API keys per principal,
+// each tenant's threads in an id space of its own (runner/access). It
 // calls only what runner.Engine and the store expose, and runs the
 // project's Test documents with the Test harness (builtins/testrun); the
 // caller compiles the graphs.
@@ -8,8 +9,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"maps"
@@ -25,6 +24,7 @@ import (
 	"github.com/runner-dev/runner/builtins/testrun"
 	"github.com/runner-dev/runner/internal/suggest"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -49,10 +49,11 @@ type Config struct {
 	// applies Retention to every thread of the store, those that never
 	// run again too (0: no sweep; see retention.go).
 	RetentionEvery time.Duration
-	// APIKeys maps the hex SHA-256 hash of each API key to its tenant.
-	APIKeys map[string]string
-	// NoAuth serves every request without a key, for the default tenant
-	// (local development only).
+	// Keys maps the hex SHA-256 hash of each API key to the principal it
+	// identifies (access.ParseKeys reads a keys file).
+	Keys access.Keys
+	// NoAuth serves every request without a key, as the local principal
+	// of the default tenant (local development only).
 	NoAuth bool
 	// CORSOrigins are the origins browsers may call from ("*": any);
 	// empty: no CORS headers.
@@ -131,12 +132,6 @@ var assistantNS = uuid.MustParse("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 // AssistantID is the assistant id of the graph name.
 func AssistantID(name string) string { return uuid.NewSHA1(assistantNS, []byte(name)).String() }
 
-// HashKey is the form an API key is configured in: its hex SHA-256.
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
-
 // New returns a server of cfg, or the store's error if it cannot be
 // written. Runs a stopped server left pending or running are marked
 // error once their thread's lease has expired: nothing runs them any
@@ -153,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := prober.Probe(ctx); err != nil { // a server that cannot write does not start
 		return nil, err
 	}
-	if len(cfg.APIKeys) == 0 && !cfg.NoAuth {
+	if len(cfg.Keys) == 0 && !cfg.NoAuth {
 		return nil, errors.New("server: no API keys; configure some, or serve without auth for local use")
 	}
 	if cfg.Heartbeat <= 0 {
@@ -176,7 +171,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		retained: make(chan struct{})}
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
-	s.mcpKey = mcpKeyOf(cfg.APIKeys)
+	s.mcpKey = mcpKeyOf(cfg.Keys)
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // known are the runtime's own event types; a node's others are custom.
@@ -60,7 +61,7 @@ func (s *Server) holdLocked(l *liveRun) {
 func (s *Server) streamEvent(l *liveRun, ev runner.Event) {
 	if l.q.wants("debug") {
 		s.emitLocked(l, "debug", map[string]any{"type": ev.Type, "step": ev.Step, "timestamp": stamp(ev.Time),
-			"payload": map[string]any{"node": ev.Node, "thread": ev.Thread, "data": ev.Data}})
+			"payload": map[string]any{"node": ev.Node, "thread": access.ThreadID(ev.Thread), "data": ev.Data}})
 	}
 	if !known[ev.Type] && l.q.wants("custom") {
 		s.emitLocked(l, "custom", ev.Data)
@@ -125,7 +126,7 @@ func (s *Server) updateEvents(l *liveRun, ev runner.Event) {
 	if len(msgs) == 0 {
 		return
 	}
-	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_step": ev.Step, "thread_id": l.rec.Thread, "run_id": l.rec.ID}
+	meta := map[string]any{"langgraph_node": ev.Node, "langgraph_step": ev.Step, "thread_id": access.ThreadID(l.rec.Thread), "run_id": l.rec.ID}
 	for _, m := range msgs {
 		if l.q.wants("messages-tuple") {
 			s.emitLocked(l, "messages", []any{toLangChain(m), meta})

@@ -82,7 +82,7 @@ func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
 		if !sw.flush() || final {
 			return sw.flush()
 		}
-		if !s.idle(ctx, sw, wake, fmt.Sprintf("rejoin its stream with Last-Event-ID: %s", in.idOf(run, after))) {
+		if !s.idle(ctx, sw, wake, nil, fmt.Sprintf("rejoin its stream with Last-Event-ID: %s", in.idOf(run, after))) {
 			return false
 		}
 	}
@@ -118,13 +118,16 @@ func (s *Server) nextWake(ctx context.Context, run string, l *liveRun) (<-chan s
 	return c, false
 }
 
-// idle waits for wake, writing a heartbeat comment at each beat; false
-// when the client went away, or when the stream reached its maximum
-// duration (it then ends with an error event saying how to rejoin).
-func (s *Server) idle(ctx context.Context, sw *streamWriter, wake <-chan struct{}, rejoin string) bool {
+// idle waits for wake or poll (nil: no poll), writing a heartbeat comment
+// at each beat; false when the client went away, or when the stream
+// reached its maximum duration (it then ends with an error event saying
+// how to rejoin).
+func (s *Server) idle(ctx context.Context, sw *streamWriter, wake <-chan struct{}, poll <-chan time.Time, rejoin string) bool {
 	for {
 		select {
 		case <-wake:
+			return true
+		case <-poll:
 			return true
 		case <-sw.beat.C:
 			if !sw.heartbeat() {
@@ -215,6 +218,14 @@ func (sw *streamWriter) heartbeat() bool {
 // expire ends the stream with an error event saying why.
 func (sw *streamWriter) expire(msg string) {
 	data, _ := json.Marshal(errorBody("stream_timeout", msg))
+	writeEvent(sw.w, "", "error", data)
+	sw.flush()
+}
+
+// deleted ends the stream of the thread a client knows as id, which was
+// deleted, with an error event saying so.
+func (sw *streamWriter) deleted(id string) {
+	data, _ := json.Marshal(errorBody("thread_deleted", fmt.Sprintf("thread %s was deleted; its stream ends", id)))
 	writeEvent(sw.w, "", "error", data)
 	sw.flush()
 }

@@ -12,7 +12,7 @@ import (
 // getState returns a thread's state at its newest checkpoint or the one
 // named in the path.
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) error {
 // updateState writes values to a thread as if as_node had returned them
 // (Engine.Update); checkpoint_id, when given, must be the newest.
 func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
 		return err
 	}
@@ -52,19 +52,19 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
 	if s.busy(rec.ID) {
-		return problemf(http.StatusConflict, "thread %s has a run running or pending; its state cannot be edited now", rec.ID)
+		return problemf(http.StatusConflict, "thread %s has a run running or pending; its state cannot be edited now", r.PathValue("thread"))
 	}
 	ts, err := s.state(r.Context(), rec, 0)
 	if err != nil {
 		return err
 	}
 	if ts == nil {
-		return problemf(http.StatusConflict, "thread %s has no state yet: start a run first", rec.ID)
+		return problemf(http.StatusConflict, "thread %s has no state yet: start a run first", r.PathValue("thread"))
 	}
 	if cp, err := parseCheckpoint(q.CheckpointID); err != nil {
 		return err
 	} else if cp != 0 && cp != ts.Checkpoint {
-		return problemf(http.StatusConflict, "checkpoint %d is not thread %s's newest (%d): runner edits a thread where it stands", cp, rec.ID, ts.Checkpoint)
+		return problemf(http.StatusConflict, "checkpoint %d is not thread %s's newest (%d): runner edits a thread where it stands", cp, r.PathValue("thread"), ts.Checkpoint)
 	}
 	values, _ := runner.NormalizeJSON(q.Values).(map[string]any)
 	e := &runner.Engine{Store: s.cfg.Store}
@@ -79,7 +79,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 // history lists a thread's states, newest first: limit (default 10) of
 // them, before a checkpoint if given.
 func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (s *Server) runTests(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	tenant := tenantOf(r.Context())
+	tenant := principal(r.Context()).Tenant
 	var tests []*dsl.TestDef
 	for _, t := range s.cfg.Tests.Tests(req.Filter) {
 		if t.Tenant == "" || t.Tenant == tenant {

@@ -2,24 +2,29 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
 // threadStream is LangGraph's thread stream: the events of whatever runs
 // on the thread, one run after another as they come, until the client
-// goes away. Each event's id is run_id:seq, so Last-Event-ID resumes
-// after it: the rest of that run, then the runs created after it.
-// Without one it joins the thread's runs that have not ended — the
-// current one from its start — then those that come.
+// goes away or the thread is deleted. Each event's id is run_id:seq, so
+// Last-Event-ID resumes after it: the rest of that run, then the runs
+// created after it. Without one it joins the thread's runs that have not
+// ended — the current one from its start — then those that come.
 func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
-	ctx, thread := r.Context(), r.PathValue("thread")
-	if _, err := s.record(ctx, thread); err != nil {
+	ctx := r.Context()
+	rec, err := s.thread(ctx, r.PathValue("thread"))
+	if err != nil {
 		return err
 	}
+	thread := rec.ID
 	for _, m := range r.URL.Query()["stream_mode"] {
 		if m != "" && m != "run_modes" {
 			return problemf(http.StatusUnprocessableEntity,
@@ -28,13 +33,12 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 	}
 	run, after := parseThreadEventID(r.Header.Get("Last-Event-ID"))
 	if run != "" {
-		if rec, err := s.runs.Run(ctx, run); err == nil && rec.Thread != thread {
-			return problemf(http.StatusNotFound, "thread %s has no run %q", thread, run)
+		if rr, err := s.runs.Run(ctx, run); err == nil && rr.Thread != thread {
+			return problemf(http.StatusNotFound, "thread %s has no run %q", r.PathValue("thread"), run)
 		}
 	}
 	var ended map[string]bool // the runs not to stream: those that ended before the stream began
 	if run == "" {
-		var err error
 		if ended, err = s.endedRuns(ctx, thread); err != nil {
 			return err
 		}
@@ -46,8 +50,13 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 	for {
 		if run == "" {
 			wake := s.threadChanged(thread)
-			if run = s.runAfter(ctx, thread, last, ended); run == "" {
-				if !s.idle(ctx, sw, wake, "open the thread's stream again") {
+			run = s.runAfter(ctx, thread, last, ended)
+			if s.gone(ctx, rec) { // checked after the run was picked: it is the thread's, not a new one's
+				sw.deleted(r.PathValue("thread"))
+				return nil
+			}
+			if run == "" {
+				if !s.idle(ctx, sw, wake, time.After(s.cfg.Heartbeat), "open the thread's stream again") {
 					return nil
 				}
 				continue
@@ -58,6 +67,27 @@ func (s *Server) threadStream(w http.ResponseWriter, r *http.Request) error {
 		}
 		last, run, after = run, "", 0
 	}
+}
+
+// gone reports whether the thread whose record was rec is not the one its
+// id names any more, for the request's principal: deleted (and perhaps
+// created again), or no longer its to use. A store that cannot answer is
+// not taken for a deletion.
+func (s *Server) gone(ctx context.Context, rec *store.ThreadRecord) bool {
+	cur, err := s.runs.Thread(ctx, rec.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true
+	}
+	return err == nil && (!cur.CreatedAt.Equal(rec.CreatedAt) || access.Authorize(principal(ctx), cur.ID, cur.Tenant) != nil)
+}
+
+// threadDeleted wakes the streams of the deleted thread: they find it
+// gone and end.
+func (s *Server) threadDeleted(thread string) {
+	s.mu.Lock()
+	s.runAdmitted(thread)
+	s.mu.Unlock()
+	s.convs.wake(thread)
 }
 
 // threadEventID is an event's id in a thread stream: run_id:seq.
@@ -106,7 +136,7 @@ func (s *Server) runAfter(ctx context.Context, thread, run string, skip map[stri
 }
 
 // threadChanged returns a channel closed when a run of thread is next
-// admitted.
+// admitted, or the thread is deleted.
 func (s *Server) threadChanged(thread string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,11 +10,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
 // createThread creates an empty thread: with if_exists "do_nothing" an
-// existing one of the tenant is returned, else it is a 409.
+// existing one of the tenant is returned, else it is a 409. The id is the
+// tenant's own (access.ThreadKey): one another tenant uses is created
+// anew here, as an unknown one is.
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
 		ThreadID string         `json:"thread_id"`
@@ -30,12 +33,15 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 	}
 	if q.ThreadID == "" {
 		q.ThreadID = uuid.Must(uuid.NewV7()).String()
+	} else if err := access.CheckThreadID(q.ThreadID); err != nil {
+		return problemf(http.StatusUnprocessableEntity, "thread_id: %v", err)
 	}
 	meta, _ := json.Marshal(orMap(q.Metadata))
-	rec := &store.ThreadRecord{ID: q.ThreadID, Tenant: tenantOf(r.Context()), Metadata: meta}
+	p := principal(r.Context())
+	rec := &store.ThreadRecord{ID: access.ThreadKey(p.Tenant, q.ThreadID), Tenant: p.Tenant, Metadata: meta}
 	err := s.runs.CreateThread(r.Context(), rec)
 	if errors.Is(err, store.ErrConflict) {
-		old, rerr := s.record(r.Context(), q.ThreadID)
+		old, rerr := s.thread(r.Context(), q.ThreadID)
 		if rerr != nil || q.IfExists != "do_nothing" {
 			return problemf(http.StatusConflict, "thread %s exists", q.ThreadID)
 		}
@@ -48,7 +54,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
 		return err
 	}
@@ -67,7 +73,7 @@ func (s *Server) writeThread(w http.ResponseWriter, r *http.Request, rec *store.
 
 // patchThread merges metadata into the thread's.
 func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.record(r.Context(), r.PathValue("thread"))
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
 	if err != nil {
 		return err
 	}
@@ -90,21 +96,23 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteThread removes a thread that no run of is running or pending:
-// its record, runs, events and checkpoints.
+// its record, runs, events and checkpoints, with the child threads it
+// recorded as its own; its streams end.
 func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
-	id := r.PathValue("thread")
-	if _, err := s.record(r.Context(), id); err != nil {
+	rec, err := s.thread(r.Context(), r.PathValue("thread"))
+	if err != nil {
 		return err
 	}
-	if s.busy(id) {
-		return problemf(http.StatusConflict, "thread %s has a run running or pending; cancel it first", id)
+	if s.busy(rec.ID) {
+		return problemf(http.StatusConflict, "thread %s has a run running or pending; cancel it first", r.PathValue("thread"))
 	}
-	if err := s.runs.DeleteThread(r.Context(), id); err != nil {
+	if err := s.runs.DeleteThread(r.Context(), rec.ID); err != nil {
 		return err
 	}
-	if err := s.cfg.Store.Delete(r.Context(), id); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.cfg.Store.Delete(r.Context(), rec.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	s.threadDeleted(rec.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -123,13 +131,14 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
-	recs, err := s.runs.ThreadRecords(r.Context(), tenantOf(r.Context()))
+	p := principal(r.Context())
+	recs, err := s.runs.ThreadRecords(r.Context(), p.Tenant)
 	if err != nil {
 		return err
 	}
 	out := []map[string]any{}
 	for i := range recs {
-		if len(q.IDs) > 0 && !contains(q.IDs, recs[i].ID) {
+		if access.Authorize(p, recs[i].ID, recs[i].Tenant) != nil || len(q.IDs) > 0 && !contains(q.IDs, access.ThreadID(recs[i].ID)) {
 			continue
 		}
 		t, err := s.threadJSON(r.Context(), &recs[i])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
@@ -37,7 +38,7 @@ func TestAuth(t *testing.T) {
 	}
 	e.key = testKey
 	e.call("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "approval"}, 200)
-	if h, err := e.store.History(context.Background(), id); err != nil || h[0].Tenant != "acme" {
+	if h, err := e.store.History(context.Background(), access.ThreadKey("acme", id)); err != nil || h[0].Tenant != "acme" {
 		t.Errorf("the run's thread is not the key's tenant's: %v", err)
 	}
 	e.key = otherKey

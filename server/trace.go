@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // tracing turns runs into OpenTelemetry spans: a run's span holds its
@@ -48,11 +49,11 @@ type runSpans struct {
 func (t *tracing) run(l *liveRun, start time.Time) *runSpans {
 	r := &runSpans{tr: t.tr, pipelines: map[string]string{l.rec.Thread: l.g.Name}, nodes: map[string]spanCtx{},
 		models: map[string]trace.Span{}, tools: map[string]trace.Span{}, approvals: map[string]trace.Span{},
-		attrs: []attribute.KeyValue{attribute.String("runner.run_id", l.rec.ID), attribute.String("investigation_id", l.rec.Thread)}}
+		attrs: []attribute.KeyValue{attribute.String("runner.run_id", l.rec.ID), attribute.String("investigation_id", access.ThreadID(l.rec.Thread))}}
 	ctx, span := t.tr.Start(context.Background(), "invoke_agent "+l.rec.Assistant, trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(append(r.attrs,
 			attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", l.rec.Assistant),
-			attribute.String("runner.thread_id", l.rec.Thread), attribute.String("runner.pipeline", l.g.Name),
+			attribute.String("runner.thread_id", access.ThreadID(l.rec.Thread)), attribute.String("runner.pipeline", l.g.Name),
 			attribute.String("runner.tenant", l.rec.Tenant))...))
 	r.run = spanCtx{ctx, span}
 	return r
@@ -60,7 +61,7 @@ func (t *tracing) run(l *liveRun, start time.Time) *runSpans {
 
 // start opens a span under parent at the event's time.
 func (r *runSpans) start(parent context.Context, name string, ev runner.Event, attrs ...attribute.KeyValue) spanCtx {
-	attrs = append(append(attrs, r.attrs...), attribute.String("runner.thread_id", ev.Thread), attribute.Int("runner.step", ev.Step))
+	attrs = append(append(attrs, r.attrs...), attribute.String("runner.thread_id", access.ThreadID(ev.Thread)), attribute.Int("runner.step", ev.Step))
 	ctx, span := r.tr.Start(parent, name, trace.WithTimestamp(ev.Time), trace.WithAttributes(attrs...))
 	return spanCtx{ctx, span}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -22,16 +23,6 @@ const (
 	threadInterrupted = "interrupted"
 	threadError       = "error"
 )
-
-// record returns the thread record of id if the request's tenant owns it;
-// another tenant's thread is not found, like an unknown one.
-func (s *Server) record(ctx context.Context, id string) (*store.ThreadRecord, error) {
-	rec, err := s.runs.Thread(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || err == nil && rec.Tenant != tenantOf(ctx) {
-		return nil, problemf(http.StatusNotFound, "no thread %q", id)
-	}
-	return rec, err
-}
 
 // metadata decodes a record's metadata (never nil).
 func metadata(raw json.RawMessage) map[string]any {
@@ -64,7 +55,7 @@ func (s *Server) state(ctx context.Context, rec *store.ThreadRecord, cp int64) (
 	g := s.threadGraph(ctx, rec)
 	if g == nil {
 		if cp != 0 {
-			return nil, problemf(http.StatusNotFound, "thread %s has no checkpoint %d", rec.ID, cp)
+			return nil, problemf(http.StatusNotFound, "thread %s has no checkpoint %d", access.ThreadID(rec.ID), cp)
 		}
 		return nil, nil
 	}
@@ -101,7 +92,7 @@ func (s *Server) threadJSON(ctx context.Context, rec *store.ThreadRecord) (map[s
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"thread_id": rec.ID, "created_at": stamp(rec.CreatedAt), "updated_at": stamp(rec.UpdatedAt),
+	out := map[string]any{"thread_id": access.ThreadID(rec.ID), "created_at": stamp(rec.CreatedAt), "updated_at": stamp(rec.UpdatedAt),
 		"metadata": metadata(rec.Metadata), "status": s.status(rec.ID, ts), "values": map[string]any{}, "interrupts": map[string]any{}}
 	if ts != nil {
 		out["values"] = outValues(ts.State)
@@ -116,7 +107,7 @@ func (s *Server) threadJSON(ctx context.Context, rec *store.ThreadRecord) (map[s
 }
 
 // stateJSON is a thread's state at one checkpoint as LangGraph's
-// StateSnapshot shows it.
+// StateSnapshot shows it; thread is the thread's store id.
 func stateJSON(ts *runner.ThreadState, thread string) map[string]any {
 	if ts == nil {
 		return map[string]any{"values": map[string]any{}, "next": []string{}, "tasks": []any{}, "metadata": map[string]any{},
@@ -155,9 +146,10 @@ func checkpointMeta(id int64, node, status string) map[string]any {
 	return map[string]any{"source": source, "step": step, "status": status, "node": node}
 }
 
-// checkpointRef is how the API names a checkpoint: its id as a string.
+// checkpointRef is how the API names a checkpoint of the thread stored as
+// thread: its id as a string.
 func checkpointRef(thread string, id int64) map[string]any {
-	return map[string]any{"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": strconv.FormatInt(id, 10)}
+	return map[string]any{"thread_id": access.ThreadID(thread), "checkpoint_ns": "", "checkpoint_id": strconv.FormatInt(id, 10)}
 }
 
 // parseCheckpoint reads a checkpoint id of the API ("" : the newest).

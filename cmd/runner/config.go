@@ -44,6 +44,10 @@ type Config struct {
 	// died can be resumed that long after.
 	LeaseTTL time.Duration `koanf:"lease_ttl"`
 
+	// File is the settings file read ("" for none); runner serve reads its
+	// serve.api_keys itself (apiKeys), to report a bad key at its line.
+	File string `koanf:"-"`
+
 	// Serve holds runner serve's settings.
 	Serve ServeConfig `koanf:"serve"`
 	// MCP holds the settings of the agents served as MCP tools.
@@ -60,9 +64,6 @@ type MCPConfig struct {
 
 // ServeConfig is the serve section of runner.yaml.
 type ServeConfig struct {
-	// APIKeys maps the hex SHA-256 of each API key to its tenant
-	// (serve: {api_keys: {<sha256>: acme}}).
-	APIKeys map[string]string `koanf:"api_keys"`
 	// Limits bound connections, requests and streams (serve:
 	// {read_timeout: 30s, max_streams: 5000}, RUNNER_SERVE_READ_TIMEOUT);
 	// the flags of the same names override them.
@@ -112,7 +113,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if err := k.Load(posflag.Provider(cmd.Flags(), ".", k), nil); err != nil {
 		return nil, err
 	}
-	cfg := &Config{MCP: MCPConfig{Enabled: true}}
+	cfg := &Config{File: name, MCP: MCPConfig{Enabled: true}}
 	if err := k.Unmarshal("", cfg); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store/stores"
 )
 
@@ -60,16 +61,16 @@ THREAD). See "Exit codes" in docs/cli.md.`,
 	}
 	f := cmd.Flags()
 	f.String("input", "", "run input as JSON, or @FILE")
-	f.String("thread", "", "thread id (default: a new one, printed on stderr)")
+	f.String("thread", "", "thread id, of --tenant's threads, or /TENANT/ID (default: a new one, printed on stderr)")
 	f.String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB or memory:")
-	f.String("resume", "", "resume THREAD from its newest checkpoint")
+	f.String("resume", "", "resume THREAD (of --tenant's threads, or /TENANT/ID) from its newest checkpoint")
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")
 	f.String("output", outputValue, `what stdout carries: "value" (the declared output, on success only) or "json" ({status, thread, output, interrupt, error, usage, next} on every exit)`)
 	f.Bool("events", false, "print every event as a JSON line on stdout (instead of --output)")
 	f.BoolP("verbose", "v", false, "print each node's progress on stderr even when it is not a terminal")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
-	f.String("tenant", "", "the tenant a new thread runs for: its rule sets apply")
+	f.String("tenant", "", "the tenant whose thread runs: its rule sets apply, and --thread and --resume name its threads")
 	f.String("durability", "", "when a step's checkpoint reaches the store: sync, async or exit (default: the pipeline's durability, else sync)")
 	f.StringSlice("interrupt-before", nil, "pause before these nodes (replaces the pipeline's interrupt_before for this run)")
 	f.StringSlice("interrupt-after", nil, "pause after these nodes (replaces the pipeline's interrupt_after for this run)")
@@ -97,6 +98,10 @@ func execTarget(cmd *cobra.Command, arg string) (*runner.Result, error) {
 	if err := runner.CheckDurability(durability); err != nil {
 		return nil, usageErr(err)
 	}
+	tenant, _ := cmd.Flags().GetString("tenant")
+	if err := access.CheckTenant(tenant); err != nil {
+		return nil, usageErr(fmt.Errorf("--tenant: %w", err))
+	}
 	input, err := runInput(cmd, target)
 	if err != nil {
 		return nil, err
@@ -109,7 +114,6 @@ func execTarget(cmd *cobra.Command, arg string) (*runner.Result, error) {
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tenant, _ := cmd.Flags().GetString("tenant")
 	e := &runner.Engine{Store: st, Sink: progress(cmd), Tenant: tenant, LeaseTTL: cfg.LeaseTTL, Durability: durability}
 	res, err := execute(ctx, cmd, e, target, input)
 	if err == nil && res.Status == runner.StatusCompleted && cfg.Retention != (runner.Retention{}) {
@@ -146,6 +150,10 @@ func runInput(cmd *cobra.Command, t *target) (map[string]any, error) {
 func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *target, input map[string]any) (*runner.Result, error) {
 	f := cmd.Flags()
 	if thread, _ := f.GetString("resume"); thread != "" {
+		thread, _, err := access.ParseThread(e.Tenant, thread)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--resume: %w", err))
+		}
 		value, err := jsonFlag(cmd, "value")
 		if err != nil {
 			return nil, usageErr(err)
@@ -157,6 +165,11 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 	if thread == "" {
 		thread = uuid.Must(uuid.NewV7()).String()
 	}
+	thread, tenant, err := access.ParseThread(e.Tenant, thread)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--thread: %w", err))
+	}
+	e.Tenant = tenant // a /TENANT/ID thread runs for its tenant
 	fmt.Fprintf(cmd.ErrOrStderr(), "thread %s\n", thread)
 	return e.RunWith(ctx, t.graph, thread, input, runOptions(cmd))
 }
@@ -213,7 +226,7 @@ func progress(cmd *cobra.Command) runner.Sink {
 	}
 	started := "" // the node whose start line waits for its end
 	return func(ev runner.Event) {
-		if strings.Contains(ev.Thread, "/") { // a child thread's
+		if access.Root(ev.Thread) != ev.Thread { // a child thread's
 			return
 		}
 		switch ev.Type {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store/storetest"
-	"github.com/runner-dev/runner/server"
 )
 
 // faultWindow is how soon /readyz must follow the store: 503 after it
@@ -204,7 +204,7 @@ func clerkProject(t *testing.T, script string) string {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, ts.URL, strings.TrimPrefix(ts.URL, "http://")))
 	writeFile(t, filepath.Join(dir, "script.json"), script)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-test")+": acme\n")
+	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
 	return dir
 }
 

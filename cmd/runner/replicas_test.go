@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/runner-dev/runner/server"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // postgresEnv names the variable holding the URL of the PostgreSQL server
@@ -51,7 +51,7 @@ func TestServeReplicas(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, ts.URL, strings.TrimPrefix(ts.URL, "http://")))
 	writeFile(t, filepath.Join(dir, "script.json"), replicaScript)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-test")+": acme\n")
+	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
 	a, aProc := startReplica(t, bin, dir, storeURL)
 	b, _ := startReplica(t, bin, dir, storeURL)
 
@@ -100,7 +100,7 @@ func TestServeReplicas(t *testing.T) {
 	if last, _ := msgs[len(msgs)-1].(map[string]any); last["content"] != "Created Alpha." {
 		t.Errorf("last message %v, want the model's answer", last)
 	}
-	requests, executed := svc.counts(thread.ThreadID)
+	requests, executed := svc.counts(access.ThreadKey("acme", thread.ThreadID)) // a call's idempotency key names the tenant's thread
 	if len(executed) != 1 || len(requests) != 1 {
 		t.Errorf("create_entity requests %v, executions %v: want one call, requested and executed once", requests, executed)
 	}

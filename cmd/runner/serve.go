@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"github.com/runner-dev/runner/builtins/testrun"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store/stores"
 	"github.com/runner-dev/runner/server"
 )
@@ -37,9 +37,15 @@ assistant of the LangGraph Agent Server API: clients written against
 resume interrupts against it unchanged.
 
 Requests need an API key (x-api-key or Authorization: Bearer); keys are
-configured as their SHA-256 hex hash mapped to a tenant, in runner.yaml
-(serve: {api_keys: {<sha256>: tenant}}) or in the --api-keys file (the same
-mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
+configured as their SHA-256 hex hash mapped to a tenant, or to a principal
+with roles, in runner.yaml (serve: {api_keys: {<sha256>: acme}}) or in the
+--api-keys file (the same mapping, one key a line):
+
+  <sha256>: acme
+  <sha256>: {tenant: acme, principal: alice, roles: [ops-lead]}
+
+runner keys new makes a key and prints its line. Each tenant's thread ids
+are its own: an id another tenant uses looks unknown.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
@@ -47,7 +53,7 @@ mapping). Hash a key with: printf %s "$KEY" | sha256sum`,
 	f.String("addr", "127.0.0.1:2024", "address to listen on")
 	f.String("store", defaultStore, "checkpoint store: sqlite:PATH, postgres://HOST/DB (shared by replicas) or memory:")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
-	f.String("api-keys", "", "YAML file mapping API key SHA-256 hashes to tenants")
+	f.String("api-keys", "", "YAML file mapping API key SHA-256 hashes to tenants or principals (runner keys new prints a line)")
 	f.Bool("no-auth", false, "serve without API keys, for the default tenant (local development only)")
 	f.StringSlice("cors-origin", nil, "allow browsers from this origin (repeatable; * for any)")
 	f.Duration("grace", 10*time.Second, "on shutdown, how long running runs may go on before they are cancelled")
@@ -73,6 +79,10 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	keys, err := apiKeys(cmd, cfg)
+	if err != nil {
+		return usageErr(err)
+	}
 	checker, proj, err := checkedProject(cmd, cfg.Paths)
 	if err != nil {
 		return err
@@ -92,10 +102,6 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return usageErr(errors.New("no agent or pipeline can be served"))
 	}
 	reportUnserved(cmd, "serve", graphs, unserved)
-	keys, err := apiKeys(cmd, cfg)
-	if err != nil {
-		return usageErr(err)
-	}
 	storeDSN, _ := cmd.Flags().GetString("store")
 	st, err := stores.Open(storeDSN)
 	if err != nil {
@@ -120,7 +126,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	scfg := server.Config{Graphs: graphs, Store: st, APIKeys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
+	scfg := server.Config{Graphs: graphs, Store: st, Keys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
 		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj},
 		MCP: cfg.MCP.Enabled}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
@@ -294,31 +300,58 @@ func explainCommand(cmd *cobra.Command) string {
 	return strings.Join(parts, " ")
 }
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-
-// apiKeys are the key hashes of runner.yaml and of the --api-keys file.
-func apiKeys(cmd *cobra.Command, cfg *Config) (map[string]string, error) {
-	keys := map[string]string{}
-	for h, t := range cfg.Serve.APIKeys {
-		keys[h] = t
+// apiKeys are the keys of runner.yaml's serve.api_keys and of the
+// --api-keys file, whose entries win, each read by access.KeysOf.
+func apiKeys(cmd *cobra.Command, cfg *Config) (access.Keys, error) {
+	keys := access.Keys{}
+	if cfg.File != "" {
+		more, err := settingsKeys(cfg.File)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(keys, more)
 	}
 	if file, _ := cmd.Flags().GetString("api-keys"); file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--api-keys: %w", err)
 		}
-		var more map[string]string
-		if err := yaml.Unmarshal(data, &more); err != nil {
-			return nil, fmt.Errorf("--api-keys %s: want a mapping of key hashes to tenants: %w", file, err)
+		more, err := access.ParseKeys(file, data)
+		if err != nil {
+			return nil, err
 		}
-		for h, t := range more {
-			keys[h] = t
-		}
-	}
-	for h := range keys {
-		if !sha256Hex.MatchString(h) {
-			return nil, errors.New("an API key is configured as itself, not as its SHA-256 hex hash (printf %s KEY | sha256sum)")
-		}
+		maps.Copy(keys, more)
 	}
 	return keys, nil
+}
+
+// settingsKeys reads the keys of the settings file's serve.api_keys.
+func settingsKeys(file string) (access.Keys, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return access.Keys{}, err
+	}
+	keys := field(field(doc.Content[0], "serve"), "api_keys")
+	if keys == nil {
+		return access.Keys{}, nil
+	}
+	return access.KeysOf(file, keys)
+}
+
+// field is the value of a mapping node's key (nil: none, or n is nil or
+// not a mapping).
+func field(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }

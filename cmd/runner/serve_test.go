@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/server"
 )
 
@@ -79,7 +80,7 @@ func startServe(t *testing.T, bin, script, key string, flags ...string) (*exec.C
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "script.json"), script)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey(key)+": acme\n")
+	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey(key)+": acme\n")
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--store", "sqlite:" + filepath.Join(dir, "state.db"),
 		"--script", filepath.Join(dir, "script.json"), "--api-keys", filepath.Join(dir, "keys.yaml")}, flags...)
 	cmd := exec.Command(bin, args...)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runner-dev/runner/server"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // lockedBuffer is a buffer written by one goroutine, read by another.
@@ -61,7 +61,7 @@ func TestServeTelemetry(t *testing.T) {
 	defer collector.Close()
 
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "keys.yaml"), server.HashKey("sk-test")+": acme\n")
+	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--store", "memory:",
 		"--script", "pipelines/orchestration/script.json", "--api-keys", filepath.Join(dir, "keys.yaml"))
 	cmd.Dir = "../.."
