@@ -97,6 +97,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	cp := &store.Checkpoint{Thread: r.Thread, ID: r.id + 1, Parent: parent, Step: r.step, Node: c.node, Next: c.next,
 		Status: c.status, Pipeline: r.Graph.Name, ConfigHash: r.Graph.Hash, Tenant: r.tenant, CreatedAt: r.clock.Now(), Lease: r.lease.token()}
 	cp.Release = cp.Lease != 0 && c.last // the thread is free with its final state
+	if cp.ID == 1 {
+		cp.ChildOf = r.engine.parent // a child thread is its parent's to delete
+	}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if r.caughtNew || snap { // a snapshot carries it on
 		m.Caught, r.caughtNew = r.caught, false

@@ -44,6 +44,7 @@ type Engine struct {
 	Durability string
 
 	meter     *meter // set for a child thread: its parent's
+	parent    string // set for a child thread: its parent thread
 	owner     string // the Engine as a lease owner (leaseOwner)
 	ownerOnce sync.Once
 }

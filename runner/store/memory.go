@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -24,8 +23,9 @@ type memory struct {
 }
 
 type memThread struct {
-	first int64
-	cps   []*Checkpoint
+	first  int64
+	cps    []*Checkpoint
+	parent string // the thread it is a child thread of (Checkpoint.ChildOf)
 }
 
 // last is the thread's newest checkpoint ID.
@@ -62,7 +62,7 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 		return ConflictError(cp.Thread, cp.ID, last)
 	}
 	if t == nil {
-		t = &memThread{first: 1}
+		t = &memThread{first: 1, parent: cp.ChildOf}
 		m.threads[cp.Thread] = t
 	}
 	t.cps = append(t.cps, c)
@@ -159,15 +159,29 @@ func (m *memory) Delete(_ context.Context, thread string) error {
 	if m.threads[thread] == nil {
 		return NotFoundError(thread, 0)
 	}
-	gone := func(id string) bool { return id == thread || strings.HasPrefix(id, thread+"/") }
-	maps.DeleteFunc(m.threads, func(id string, _ *memThread) bool { return gone(id) })
-	for id, l := range m.leases {
-		if gone(id) {
+	for id := range m.family(thread) {
+		delete(m.threads, id)
+		if l, ok := m.leases[id]; ok {
 			l.Expires = time.Time{}
 			m.leases[id] = l
 		}
 	}
 	return nil
+}
+
+// family is thread and the threads recorded as its child threads, theirs
+// too; m.mu is held.
+func (m *memory) family(thread string) map[string]bool {
+	fam := map[string]bool{thread: true}
+	for grew := true; grew; {
+		grew = false
+		for id, t := range m.threads {
+			if !fam[id] && t.parent != "" && fam[t.parent] {
+				fam[id], grew = true, true
+			}
+		}
+	}
+	return fam
 }
 
 func (m *memory) Prune(_ context.Context, thread string, keepFrom int64) (int, error) {
@@ -238,7 +252,7 @@ func (m *memory) Probe(context.Context) error { return nil }
 // stored (Lease, Release); without the Writes and Snapshot unless full.
 func clone(cp *Checkpoint, full bool) *Checkpoint {
 	c := *cp
-	c.CreatedAt, c.Lease, c.Release = cp.CreatedAt.UTC(), 0, false
+	c.CreatedAt, c.Lease, c.Release, c.ChildOf = cp.CreatedAt.UTC(), 0, false, ""
 	c.Interrupt, c.Meta = cloneRaw(cp.Interrupt), cloneRaw(cp.Meta)
 	c.Writes, c.Snapshot = nil, nil
 	if full {

@@ -89,6 +89,12 @@ type Checkpoint struct {
 	// the checkpoint is stored: the writer's last (a run's end or pause),
 	// so the thread is free the moment its state is final. Not stored.
 	Release bool `json:"-"`
+	// ChildOf, on a thread's first checkpoint, records the thread as a
+	// child thread of the thread ChildOf (a subgraph's or a parallel
+	// branch's, "<ChildOf>/<node>@<step>"): Delete of that thread deletes
+	// this one. It is the thread's, not the checkpoint's: Load and
+	// History return "".
+	ChildOf string `json:"-"`
 }
 
 // Lease is an owner's exclusive claim on a thread until Expires: one
@@ -142,9 +148,12 @@ type Store interface {
 	// collation) and stays the same, so paging visits every thread that
 	// exists throughout exactly once, whatever is written meanwhile.
 	ThreadsAfter(ctx context.Context, after string, limit int) ([]Thread, error)
-	// Delete removes a thread and its child threads ("<thread>/...")
-	// with all their checkpoints, and ends their leases (their tokens
-	// go on growing, so a writer from before the Delete stays fenced). ErrNotFound for an unknown thread.
+	// Delete removes a thread and the child threads recorded as its own
+	// (Checkpoint.ChildOf; theirs too) with all their checkpoints, and
+	// ends their leases (their tokens go on growing, so a writer from
+	// before the Delete stays fenced). A thread whose id merely begins
+	// with the thread's and a "/" is not its child: it stays.
+	// ErrNotFound for an unknown thread.
 	Delete(ctx context.Context, thread string) error
 	// Prune removes a thread's checkpoints with IDs below keepFrom, never
 	// its newest one, and returns how many it removed; the thread goes on

@@ -62,9 +62,9 @@ type pgStore struct {
 }
 
 // pgPut inserts a checkpoint only if its ID ($2) is the thread's next and
-// its lease token ($16) is 0 or the thread's, upserts the thread's row,
-// and, if it inserted and $17 says so, releases the lease, in one
-// statement; a concurrent Put of the same ID fails on the primary key,
+// its lease token ($16) is 0 or the thread's, upserts the thread's row
+// (a new one with its parent, $18), and, if it inserted and $17 says so,
+// releases the lease, in one statement; a concurrent Put of the same ID fails on the primary key,
 // and the lease row stays locked until the Put commits, so a takeover
 // waits for it. It affects one row when it inserted.
 const pgPut = `
@@ -78,8 +78,8 @@ WITH ins AS (
 rel AS (
 	UPDATE leases SET expires_at = 0
 	WHERE $17::boolean AND thread = $1 AND token = $16 AND EXISTS (SELECT FROM ins))
-INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at)
-SELECT * FROM ins
+INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at, parent)
+SELECT *, nullif($18, '') FROM ins
 ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline, status = excluded.status,
 	steps = excluded.steps, last_id = excluded.last_id, updated_at = excluded.updated_at`
 
@@ -113,7 +113,7 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	res := s.group.Do(write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release}})
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release, cp.ChildOf}})
 	switch {
 	case uniqueViolation(res.Err):
 	case res.Err != nil:
@@ -313,14 +313,6 @@ func (s *pgStore) listThreads(ctx context.Context, query string, args ...any) ([
 // pgExists is whether thread $1 has a checkpoint.
 const pgExists = `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1)`
 
-// pgDelete... remove a thread and its children ("<thread>/..."); their
-// leases end but stay, so their tokens go on growing.
-const (
-	pgDeleteCheckpoints = `DELETE FROM checkpoints WHERE thread = $1 OR left(thread, length($1) + 1) = $1 || '/'`
-	pgDeleteThreads     = `DELETE FROM threads WHERE id = $1 OR left(id, length($1) + 1) = $1 || '/'`
-	pgEndLeases         = `UPDATE leases SET expires_at = 0 WHERE thread = $1 OR left(thread, length($1) + 1) = $1 || '/'`
-)
-
 // Delete runs in one transaction, once more if the connection was lost;
 // a retry that finds the thread gone succeeds, as the lost attempt
 // committed.
@@ -330,7 +322,7 @@ func (s *pgStore) Delete(ctx context.Context, thread string) error {
 			if err := exists(ctx, tx, thread); err != nil {
 				return err
 			}
-			for _, q := range []string{pgDeleteCheckpoints, pgDeleteThreads, pgEndLeases} {
+			for _, q := range []string{pgDeleteCheckpoints, pgEndLeases, pgDeleteThreads} {
 				if _, err := tx.Exec(ctx, q, thread); err != nil {
 					return err
 				}

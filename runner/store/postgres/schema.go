@@ -30,6 +30,9 @@ import (
 //
 // Version 5: the assistants clients create and their versions
 // (assistants.go).
+//
+// Version 6: child threads' parents, and named tenants' id spaces
+// (owners.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -71,7 +74,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema}
+`, pgAssistantsSchema, pgOwnersSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -78,6 +78,9 @@ import (
 //
 // Version 12: the assistants clients create and their versions
 // (assistants.go).
+//
+// Version 13: child threads' parents, and named tenants' id spaces
+// (owners.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -231,7 +234,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
@@ -406,7 +409,10 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	req := &putReq{query: sqlitePut, args: []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease}}
-	if cp.ID == 1 && cp.Lease == 0 { // a leased thread got its key with its lease
+	switch {
+	case cp.ID == 1 && cp.ChildOf != "":
+		req.before = &putReq{query: sqliteAddChild, args: []any{cp.Thread, cp.ChildOf}}
+	case cp.ID == 1 && cp.Lease == 0: // a leased thread got its key with its lease
 		req.before = &putReq{query: sqliteAddKey, args: []any{cp.Thread}}
 	}
 	if cp.Release {
@@ -531,16 +537,6 @@ func (s *sqliteStore) listThreads(ctx context.Context, stmt *sql.Stmt, args ...a
 	}
 	return out, nil
 }
-
-// sqliteDelete removes a thread and its children ("<thread>/...").
-const sqliteDelete = `
-DELETE FROM checkpoints WHERE tkey IN (SELECT key FROM thread_keys
-	WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/');
-UPDATE leases SET expires_at = 0 WHERE tkey IN (SELECT key FROM thread_keys
-	WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/');
-DELETE FROM thread_keys WHERE (id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/')
-	AND key NOT IN (SELECT tkey FROM leases);
-DELETE FROM threads WHERE id = ?1 OR substr(id, 1, length(?1) + 1) = ?1 || '/';`
 
 func (s *sqliteStore) Delete(ctx context.Context, thread string) error {
 	if _, err := s.History(ctx, thread); err != nil {

@@ -458,7 +458,7 @@ func TestSQLiteMigrateV8(t *testing.T) {
 // fails as a whole transaction (OR ROLLBACK) or not at all (OR IGNORE),
 // so SQLite keeps no statement journal for it (see putReq).
 func TestWritesFailWhole(t *testing.T) {
-	for _, q := range []string{sqlitePut, sqliteAddKey, sqliteAcquire, sqliteRenew, sqliteCreateThread,
+	for _, q := range []string{sqlitePut, sqliteAddKey, sqliteAddChild, sqliteAcquire, sqliteRenew, sqliteCreateThread,
 		sqliteUpdateThread, sqliteCreateRun, sqliteSetRunStatus, sqliteAppend, sqliteAppended, sqliteEnded} {
 		if !strings.Contains(q, " OR ROLLBACK ") && !strings.Contains(q, " OR IGNORE ") {
 			t.Errorf("no OR ROLLBACK or OR IGNORE in %s", q)

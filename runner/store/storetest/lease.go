@@ -251,7 +251,11 @@ func testConcurrentAcquire(t *testing.T, s store.Store) {
 func testDeleteLeases(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	PutAll(t, s, "t", 1)
-	PutAll(t, s, "t/child", 1)
+	child := Checkpoint("t/child", 1, false)
+	child.ChildOf = "t"
+	if err := s.Put(ctx, child); err != nil {
+		t.Fatal(err)
+	}
 	a := acquire(t, s, "t", "a", time.Minute)
 	acquire(t, s, "t/child", "a", time.Minute)
 	if err := s.Delete(ctx, "t"); err != nil {

@@ -42,7 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent puts to different threads", testConcurrentThreads},
 		{"concurrent puts of one id: one wins", testConcurrentConflict},
 		{"racing writers on many threads: each id once", testRacingWriters},
-		{"delete removes a thread and its children", testDelete},
+		{"delete removes a thread and its own children, by record", testDelete},
 		{"prune keeps the newest; ids go on", testPrune},
 		{"a probe writes beside puts", testProbe},
 	}
@@ -609,24 +609,49 @@ func diffJSON(got, want json.RawMessage) string {
 	return ""
 }
 
+// testDelete: Delete removes a thread with the child threads recorded as
+// its own, theirs too, and no other thread — not one whose id only begins
+// with the thread's (another tenant's, say), nor its parent.
 func testDelete(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	for _, th := range []string{"t", "t/sub@1", "tx", "other"} {
-		PutAll(t, s, th, 2, 1)
+	for _, th := range []struct{ id, childOf string }{
+		{"t", ""}, {"t/sub@1", "t"}, {"t/sub@1/leaf@2", "t/sub@1"}, {"t/branch@3", "t"},
+		{"t/stranger", ""}, {"t/stranger/sub@1", "t/stranger"}, {"tx", ""}, {"other", ""}, {"other/sub@1", "other"},
+	} {
+		first := Checkpoint(th.id, 1, true)
+		first.ChildOf = th.childOf
+		if err := s.Put(ctx, first); err != nil {
+			t.Fatalf("Put(%s/1): %v", th.id, err)
+		}
+		if err := s.Put(ctx, Checkpoint(th.id, 2, false)); err != nil {
+			t.Fatalf("Put(%s/2): %v", th.id, err)
+		}
 	}
 	if err := s.Delete(ctx, "t"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	for th, gone := range map[string]bool{"t": true, "t/sub@1": true, "tx": false, "other": false} {
+	if err := s.Delete(ctx, "other/sub@1"); err != nil { // a child alone: its parent stays
+		t.Fatalf("Delete of a child thread: %v", err)
+	}
+	gone := map[string]bool{"t": true, "t/sub@1": true, "t/sub@1/leaf@2": true, "t/branch@3": true, "other/sub@1": true,
+		"t/stranger": false, "t/stranger/sub@1": false, "tx": false, "other": false}
+	for th, gone := range gone {
 		if _, err := s.History(ctx, th); errors.Is(err, store.ErrNotFound) != gone {
 			t.Errorf("after Delete(t): History(%s) = %v, want gone %v", th, err, gone)
 		}
 	}
-	if threads, _ := s.Threads(ctx, 0); len(threads) != 2 {
+	if threads, _ := s.Threads(ctx, 0); len(threads) != 4 {
 		t.Errorf("Threads after Delete: %v", threads)
 	}
 	if err := s.Delete(ctx, "t"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Delete of a deleted thread = %v, want store.ErrNotFound", err)
+	}
+	PutAll(t, s, "t", 1) // made again, without its children
+	if err := s.Delete(ctx, "t"); err != nil {
+		t.Errorf("Delete of a thread made again: %v", err)
+	}
+	if _, err := s.History(ctx, "t/stranger"); err != nil {
+		t.Errorf("t/stranger after the second Delete(t): %v", err)
 	}
 }
 
