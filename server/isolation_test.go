@@ -97,7 +97,9 @@ type reply struct {
 	raw    string // body and headers, for the marker
 }
 
-// send sends a request of a route; a stream is read for a moment only.
+// send sends a request of a route; a stream is read to its end, or until
+// it has said nothing but heartbeats for a second (one that waits for
+// what never comes).
 func send(t *testing.T, e *env, key, method, path string, body any) reply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -111,13 +113,54 @@ func send(t *testing.T, e *env, key, method, path string, body any) reply {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
+	var data []byte
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		time.AfterFunc(300*time.Millisecond, cancel) // a stream that goes on ends here
+		data = readQuiet(resp.Body, cancel)
+	} else {
+		data, _ = io.ReadAll(resp.Body)
 	}
-	data, _ := io.ReadAll(resp.Body)
 	var hdr strings.Builder
 	_ = resp.Header.Write(&hdr)
 	return reply{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: string(data), raw: hdr.String() + string(data)}
+}
+
+// readQuiet reads a stream to its end, or, calling stop, until it has
+// sent nothing but heartbeats for a second.
+func readQuiet(r io.Reader, stop func()) []byte {
+	chunks := make(chan []byte)
+	go func() {
+		defer close(chunks)
+		for {
+			b := make([]byte, 4096)
+			n, err := r.Read(b)
+			if n > 0 {
+				chunks <- b[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var data []byte
+	quiet := time.NewTimer(time.Second)
+	for {
+		select {
+		case b, ok := <-chunks:
+			if !ok {
+				return data
+			}
+			data = append(data, b...)
+			if beatPattern.ReplaceAllString(string(b), "") != "" {
+				quiet.Reset(time.Second)
+			}
+		case <-quiet.C:
+			stop()
+			for b := range chunks {
+				data = append(data, b...)
+			}
+			return data
+		}
+	}
 }
 
 var (
