@@ -32,10 +32,10 @@ func (s *Server) runTests(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req); err != nil {
 		return err
 	}
-	tenant := principal(r.Context()).Tenant
+	p := principal(r.Context())
 	var tests []*dsl.TestDef
 	for _, t := range s.cfg.Tests.Tests(req.Filter) {
-		if t.Tenant == "" || t.Tenant == tenant {
+		if p.Sees(t.Tenant) {
 			tests = append(tests, t)
 		}
 	}

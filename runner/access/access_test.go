@@ -140,6 +140,13 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
+func TestSees(t *testing.T) {
+	acme := access.Principal{Tenant: "acme"}
+	if !acme.Sees("") || !acme.Sees("acme") || acme.Sees("other") || access.Local().Sees("acme") {
+		t.Error("a principal sees its tenant's and every tenant's, nothing else")
+	}
+}
+
 func TestParseThread(t *testing.T) {
 	for _, tc := range []struct{ tenant, arg, key, owner, err string }{
 		{"", "t", "t", "", ""},

@@ -55,6 +55,10 @@ func (p Principal) Check() error {
 // HasRole reports whether p has role.
 func (p Principal) HasRole(role string) bool { return slices.Contains(p.Roles, role) }
 
+// Sees reports whether p may see what is tenant's, or every tenant's when
+// tenant is "" (a project's Test documents, say).
+func (p Principal) Sees(tenant string) bool { return tenant == "" || tenant == p.Tenant }
+
 // ErrHidden is Authorize's refusal: the thread is not the principal's to
 // use, and the caller answers exactly as it does for an unknown thread.
 var ErrHidden = errors.New("no such thread")
