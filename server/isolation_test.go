@@ -276,7 +276,10 @@ func walkRoute(t *testing.T, e *env, key, pattern, id string, inBodies bool, run
 	if inBodies {
 		bodyID = id
 	}
-	method, path, _ := strings.Cut(pattern, " ")
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok { // a pattern of every method
+		method, path = http.MethodPost, pattern
+	}
 	path = strings.NewReplacer("{thread}", url.PathEscape(id), "{id}", url.PathEscape(id), "{run}", run, "{checkpoint}", "1").Replace(path)
 	return send(t, e, key, method, path, map[string]any{"thread_id": bodyID, "conversation_id": bodyID, "ids": []string{bodyID},
 		"assistant_id": "steps", "agent_type": "approval", "message": "hi", "input": map[string]any{"note": "theirs"}})
