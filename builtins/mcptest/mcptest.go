@@ -4,6 +4,10 @@
 // stdout or show their environment. A test binary serves it over stdio when Env is set in its
 // environment (call Serve from TestMain), so a test can name its own
 // executable as an MCPServer's command.
+//
+// Its folder also pins the MCP software no one here wrote that the tests
+// use when it is installed (npm ci here): the reference servers, and the
+// TypeScript SDK's client, which client.mjs drives against runner.
 package mcptest
 
 import (
@@ -11,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,9 +29,14 @@ import (
 // schema.
 const Env = "RUNNER_MCPTEST"
 
-// CountFile is the environment variable naming the file where count
-// appends the idempotency key of each call, one a line.
-const CountFile = "RUNNER_MCPTEST_COUNT"
+// CountFile, RequestFile and TrapFile are the environment variables
+// naming the files of count (see count): the keys of the calls it
+// executed, of every request, and the trap that kills its client.
+const (
+	CountFile   = "RUNNER_MCPTEST_COUNT"
+	RequestFile = "RUNNER_MCPTEST_REQUESTS"
+	TrapFile    = "RUNNER_MCPTEST_TRAP"
+)
 
 // KeyMeta is the _meta key runner passes a call's idempotency key in.
 const KeyMeta = "dev.runner/idempotency-key"
@@ -138,28 +148,83 @@ func text(s string) *mcp.CallToolResult {
 
 var countMu sync.Mutex
 
-// count appends the call's idempotency key to the CountFile and answers
-// with the number of calls so far.
+// count executes a call once per idempotency key: a new key is appended
+// to the CountFile, a key seen before (a call repeated after its client
+// crashed) is answered as it was. Every request is appended to the
+// RequestFile. Armed by the TrapFile, it kills its client (the process
+// that started it) when the trap's key arrives: before executing it, or
+// after ("KEY after").
 func count(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	key, _ := req.Params.Meta[KeyMeta].(string)
 	countMu.Lock()
 	defer countMu.Unlock()
-	f, err := os.OpenFile(os.Getenv(CountFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err := appendLine(os.Getenv(RequestFile), key); err != nil {
+		return nil, err
+	}
+	trap, after := sprung(key)
+	if trap && !after {
+		killClient()
+	}
+	keys, err := Counted(os.Getenv(CountFile))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if _, err := fmt.Fprintln(f, key); err != nil {
-		return nil, err
+	n := slices.Index(keys, key) + 1
+	if n == 0 {
+		if err := appendLine(os.Getenv(CountFile), key); err != nil {
+			return nil, err
+		}
+		n = len(keys) + 1
 	}
-	n, _ := Counted(os.Getenv(CountFile))
-	return text(fmt.Sprintf("call %d", len(n))), nil
+	if trap {
+		killClient()
+	}
+	return text(fmt.Sprintf("call %d", n)), nil
 }
 
-// Counted returns the idempotency keys count was called with, in order.
+// sprung reports whether the TrapFile names key, and disarms it.
+func sprung(key string) (trap, after bool) {
+	file := os.Getenv(TrapFile)
+	data, err := os.ReadFile(file)
+	if file == "" || err != nil {
+		return false, false
+	}
+	k, when, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	if k != key {
+		return false, false
+	}
+	_ = os.Remove(file)
+	return true, when == "after"
+}
+
+// killClient kills the process that started this one, and waits to be
+// stopped in turn.
+func killClient() {
+	if p, err := os.FindProcess(os.Getppid()); err == nil {
+		_ = p.Kill()
+	}
+	select {}
+}
+
+// appendLine appends line to file, unless no file is named.
+func appendLine(file, line string) error {
+	if file == "" {
+		return nil
+	}
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, line)
+	return err
+}
+
+// Counted returns the keys of the calls count executed (or the requests,
+// from the RequestFile), in order.
 func Counted(file string) ([]string, error) {
 	data, err := os.ReadFile(file)
-	if os.IsNotExist(err) {
+	if file == "" || os.IsNotExist(err) {
 		return nil, nil
 	}
 	return strings.Fields(string(data)), err
