@@ -15,9 +15,11 @@ type InterruptConfig struct {
 	// Message is shown to the human; Payload carries data for the UI.
 	Message dsl.TemplateText          `yaml:"message"`
 	Payload map[string]dsl.Expression `yaml:"payload"`
-	// ResumeSchema validates the resume value, which is written to Into.
+	// ResumeSchema validates the resume value, which is written to Into:
+	// as it is, or as Value, an expression over it (resume), computes it.
 	ResumeSchema dsl.JSONSchemaDoc `yaml:"resume_schema"`
 	Into         dsl.FieldRef      `yaml:"into"`
+	Value        dsl.Expression    `yaml:"value" vars:"resume"`
 	// When, if set, pauses only when it holds; otherwise the node passes.
 	When dsl.Condition `yaml:"when"`
 }
@@ -25,7 +27,7 @@ type InterruptConfig struct {
 // InterruptNode pauses the thread until a human resumes it.
 var InterruptNode = dsl.NodeType{
 	Name: "interrupt",
-	Doc:  "Pauses the thread with a payload until resumed (only when `when` holds, if set); the resume value is validated against resume_schema and written to the `into` field.",
+	Doc:  "Pauses the thread with a payload until resumed (only when `when` holds, if set); the resume value is validated against resume_schema and written to the `into` field, as it is or as `value` (an expression over `resume`) computes it.",
 	Schema: `{
   "type": "object",
   "properties": {
@@ -34,6 +36,7 @@ var InterruptNode = dsl.NodeType{
     "payload": {"type": "object", "additionalProperties": {"$ref": "defs.json#/$defs/expression"}},
     "resume_schema": {"$ref": "defs.json#/$defs/jsonSchema"},
     "into": {"$ref": "defs.json#/$defs/name"},
+    "value": {"$ref": "defs.json#/$defs/expression"},
     "when": {"$ref": "defs.json#/$defs/expression"}
   },
   "required": ["kind", "into"],
@@ -41,6 +44,11 @@ var InterruptNode = dsl.NodeType{
 }`,
 	Config: func() any { return &InterruptConfig{} },
 	Build:  buildInterrupt,
+}
+
+// VarTypes types `resume` in value: what resume_schema describes.
+func (c *InterruptConfig) VarTypes(*dsl.NodeCheck) map[string]*dsl.Type {
+	return map[string]*dsl.Type{"resume": dsl.JSONSchemaType(c.ResumeSchema.Doc)}
 }
 
 // resumeSchema compiles the schema resume values must satisfy; nil when
@@ -86,7 +94,16 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 	if err := in.Run.Resolve(in.Resume, check); err != nil {
 		return nil, err
 	}
-	return runner.Update{n.cfg.Into.Name: in.Resume}, nil
+	v := in.Resume
+	if p := n.cfg.Value.Program; p != nil {
+		vars := in.Vars()
+		vars["resume"] = in.Resume
+		var err error
+		if v, err = p.Eval(vars); err != nil { // the thread stays paused: nothing is written
+			return nil, runner.InvalidResume(fmt.Errorf("value: %w", err))
+		}
+	}
+	return runner.Update{n.cfg.Into.Name: v}, nil
 }
 
 func (n *interruptNode) interrupt(in *runner.Input) error {

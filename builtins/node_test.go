@@ -113,6 +113,40 @@ func TestSubgraphInterruptResume(t *testing.T) {
 	}
 }
 
+// TestInterruptValue: an interrupt node's value: transforms the resume
+// value, checked against resume_schema first, before it is written; a
+// value it cannot compute is refused and the thread stays paused.
+func TestInterruptValue(t *testing.T) {
+	ctx := context.Background()
+	e := engine(t)
+	g := compile(t, `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p}
+state: {approved: {type: boolean}}
+start: gate
+nodes:
+  gate:
+    type: interrupt
+    next: END
+    with:
+      resume_schema: {type: object, properties: {decision: {type: string}, by: {type: string}}, required: [decision]}
+      value: lower(resume.decision) in ["approve", "yes"] && len(resume.by) > 0
+      into: approved
+      kind: approval
+`, "p", nil)
+	if _, err := e.Run(ctx, g, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Resume(ctx, g, "t", runner.ResumeOptions{Value: map[string]any{"decision": "YES"}}); !errors.Is(err, runner.ErrInvalidResume) ||
+		!strings.Contains(err.Error(), "value: ") {
+		t.Fatalf("a value the expression cannot compute: %v, want it refused", err)
+	}
+	res, err := e.Resume(ctx, g, "t", runner.ResumeOptions{Value: map[string]any{"decision": "YES", "by": "ann"}})
+	if err != nil || res.Status != runner.StatusCompleted || res.State["approved"] != true {
+		t.Fatalf("resume: %v %+v, want approved true", err, res)
+	}
+}
+
 const parallelSrc = `apiVersion: runner/v1
 kind: Pipeline
 metadata: {name: fan}

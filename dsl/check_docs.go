@@ -222,6 +222,11 @@ func schemaType(s map[string]any) *Type {
 	return t
 }
 
+// JSONSchemaType returns the type expressions see of a value a JSON Schema
+// describes: its type, items and properties; any when it is nil or says
+// no more.
+func JSONSchemaType(schema map[string]any) *Type { return jsonType(schema) }
+
 func jsonType(p any) *Type {
 	m, _ := p.(map[string]any)
 	kind, _ := m["type"].(string)
