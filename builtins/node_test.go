@@ -147,6 +147,30 @@ nodes:
 	}
 }
 
+// TestConditionalStartPipeline: a pipeline's start routes choose its first
+// node from the input, with no step of their own.
+func TestConditionalStartPipeline(t *testing.T) {
+	g := compile(t, `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p}
+state:
+  question: {type: string}
+  answer: {type: string}
+start:
+  - when: hasSuffix(state.question, "?")
+    to: answer
+  - to: END
+nodes:
+  answer: {type: set, with: {answer: '"yes"'}, next: END}
+`, "p", nil)
+	for q, want := range map[string][]string{"ready?": {"answer"}, "hello": nil} {
+		res, err := engine(t).Run(context.Background(), g, "t", map[string]any{"question": q})
+		if err != nil || res.Status != runner.StatusCompleted || len(res.Path) != len(want) || len(want) > 0 && res.Path[0] != want[0] {
+			t.Errorf("%q: %v %+v, want path %v", q, err, res, want)
+		}
+	}
+}
+
 const parallelSrc = `apiVersion: runner/v1
 kind: Pipeline
 metadata: {name: fan}

@@ -54,6 +54,7 @@ func (k *check) pipeline(d *Document) {
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
 	p.Input = k.objectOf(d.Get("input"))
+	pc.startRoutes()
 	pc.inputFields()
 	pc.configurable()
 	lim := d.Get("limits")
@@ -308,13 +309,27 @@ func (pc *pipelineCheck) configBroken(v *yaml.Node) bool {
 
 // routes reads a node's next: a name, or a list of {when, to}.
 func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
-	if next == nil {
-		return
+	if next != nil {
+		n.Next = pc.routeList(fmt.Sprintf("node %q", n.Name), next)
 	}
+}
+
+// startRoutes reads a conditional start: a list of {when, to}, like a
+// node's next. A start that is a name (Pipeline.Start), or that the
+// schema refused, has none.
+func (pc *pipelineCheck) startRoutes() {
+	if st := pc.d.Get("start"); st != nil && st.Kind == yaml.SequenceNode && !pc.bad(st) {
+		pc.p.StartRoutes = pc.routeList("start", st)
+	}
+}
+
+// routeList reads routes: a name, or a list of {when, to}; owner says
+// whose they are in messages (`node "a"`, start).
+func (pc *pipelineCheck) routeList(owner string, next *yaml.Node) []*Route {
 	if next.Kind == yaml.ScalarNode {
-		n.Next = []*Route{{To: next.Value, Pos: pc.d.Pos(next), end: endOf(pc.d.File, next)}}
-		return
+		return []*Route{{To: next.Value, Pos: pc.d.Pos(next), end: endOf(pc.d.File, next)}}
 	}
+	var out []*Route
 	var always *Route // the first route without when
 	for _, r := range items(next) {
 		to := mapGet(r, "to")
@@ -324,12 +339,13 @@ func (pc *pipelineCheck) routes(n *Node, next *yaml.Node) {
 			route.When.Program = pc.compile(pc.d, w, pc.p.Lang, pc.env(nil), BoolType)
 		}
 		if always != nil {
-			pc.deadRoute(n, r, route, always)
+			pc.deadRoute(owner, r, route, always)
 		} else if route.When == nil {
 			always = route
 		}
-		n.Next = append(n.Next, route)
+		out = append(out, route)
 	}
+	return out
 }
 
 // catches reads a node's on_error: a node's name (catching any error),
@@ -389,10 +405,10 @@ func (pc *pipelineCheck) errorKinds(kinds []*yaml.Node) []string {
 
 // deadRoute reports a route that follows a route without when, which
 // always matches first: the route at r can never be taken.
-func (pc *pipelineCheck) deadRoute(n *Node, r *yaml.Node, route, always *Route) {
+func (pc *pipelineCheck) deadRoute(owner string, r *yaml.Node, route, always *Route) {
 	if route.When == nil {
-		pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "node %q has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
-			n.Name, always.To, always.Pos.Line, route.To).Hint = "give one of them a condition, or remove one"
+		pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "%s has a second route without when (the first, to %q, is at line %d): the route to %q can never be taken",
+			owner, always.To, always.Pos.Line, route.To).Hint = "give one of them a condition, or remove one"
 		return
 	}
 	pc.diags.Errorf(pc.d.Pos(r), CodeGraphDeadRoute, "the route to %q can never be taken: the route to %q before it has no when and always matches",

@@ -148,7 +148,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	if p == nil {
 		return nil, compileError(Pos{}, CodeRefUnknown, fmt.Errorf("no pipeline named %q", name))
 	}
-	g := &runner.Graph{Name: name, Start: p.Start, MaxSteps: p.MaxSteps, Timeout: p.Timeout,
+	g := &runner.Graph{Name: name, Start: p.Start, StartRoutes: compileRoutes(p.StartRoutes), MaxSteps: p.MaxSteps, Timeout: p.Timeout,
 		OnTimeout: p.OnTimeout, OnError: p.OnError, HandlerTimeout: p.HandlerTimeout,
 		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter, Durability: p.Durability,
 		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
@@ -192,14 +192,21 @@ func (c *graphCompiler) step(p *Pipeline, n *Node) (*runner.Step, error) {
 	if n.Retry != nil {
 		s.Retry = runner.Retry{MaxAttempts: n.Retry.MaxAttempts, Backoff: n.Retry.Backoff, MaxBackoff: n.Retry.MaxBackoff, On: n.Retry.On}
 	}
-	for _, r := range n.Next {
+	s.Routes = compileRoutes(n.Next)
+	return s, nil
+}
+
+// compileRoutes turns checked routes into the runtime's.
+func compileRoutes(routes []*Route) []runner.Route {
+	var out []runner.Route
+	for _, r := range routes {
 		rt := runner.Route{To: r.To}
 		if r.When != nil {
 			rt.When = r.When.Program
 		}
-		s.Routes = append(s.Routes, rt)
+		out = append(out, rt)
 	}
-	return s, nil
+	return out
 }
 
 func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -10,37 +11,40 @@ import (
 // graph checks a pipeline's topology: start and route targets exist, every
 // node is reachable and can reach END, every cycle is bounded by a limit,
 // and a node whose routes are all conditional is warned about. What the
-// schema refused is left out: a start: that is not a name leaves
-// reachability unknown, a node whose routes are refused (opaque) may lead
-// anywhere, a misspelt route target leads where its did-you-mean says (the
-// node it meant is not unreachable too), and a limits: with an error may
-// bound any cycle.
+// schema refused is left out: a start: it refused leaves reachability
+// unknown, a node whose routes are refused (opaque) may lead anywhere, a
+// misspelt route target leads where its did-you-mean says (the node it
+// meant is not unreachable too), and a limits: with an error may bound any
+// cycle.
 func (pc *pipelineCheck) graph() {
 	p := pc.p
 	names := append(nodeNames(p), End)
-	start := pc.d.Get("start")
-	startKnown := start != nil && start.Kind == yaml.ScalarNode && !pc.bad(start)
-	if startKnown && p.Node(p.Start) == nil {
-		pc.diags.Errorf(pc.d.Pos(start), CodeRefUnknown, "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
-		startKnown = false
-	}
 	ends := []string{End} // unknown targets count as ends: they are reported once
 	meant := map[string]string{}
-	for _, n := range p.Nodes {
-		if n.opaque {
-			ends = append(ends, n.Name)
-			continue
-		}
-		for _, u := range pc.targets(n, names) {
+	mean := func(unknown []string) {
+		for _, u := range unknown {
 			ends = append(ends, u)
 			if s := suggestName(u, names); s != "" {
 				meant[u] = s
 			}
 		}
 	}
-	roots := append([]string{p.Start}, pc.pipelineRefs(names)...)
+	roots, from := pc.starts(names, mean)
+	for _, n := range p.Nodes {
+		if n.opaque {
+			ends = append(ends, n.Name)
+			continue
+		}
+		mean(pc.targets(n, names))
+	}
 	var reach map[string]bool
-	if startKnown {
+	if roots != nil {
+		for i, r := range roots {
+			if m, ok := meant[r]; ok {
+				roots[i] = m
+			}
+		}
+		roots = append(roots, pc.pipelineRefs(names)...)
 		reach = reachable(p, roots, func(p *Pipeline, name string) []string {
 			if n := p.Node(name); n != nil && n.opaque {
 				return names
@@ -57,8 +61,8 @@ func (pc *pipelineCheck) graph() {
 	toEnd := reachable(p, ends, predecessors(p))
 	for _, n := range p.Nodes {
 		switch {
-		case startKnown && !reach[n.Name]:
-			pc.diags.Errorf(n.Pos, CodeGraphUnreachable, "node %q is unreachable from start node %q", n.Name, p.Start).Hint = "route to it from another node, or remove it"
+		case roots != nil && !reach[n.Name]:
+			pc.diags.Errorf(n.Pos, CodeGraphUnreachable, "node %q is unreachable from %s", n.Name, from).Hint = "route to it from another node, or remove it"
 		case !toEnd[n.Name] && len(n.Next) > 0:
 			pc.diags.Errorf(n.Pos, CodeGraphNoEnd, "no path from node %q to END", n.Name).Hint = "every run must be able to finish: add a route that leads to END"
 		}
@@ -70,6 +74,27 @@ func (pc *pipelineCheck) graph() {
 	}
 }
 
+// starts checks the pipeline's start and returns the nodes a run may start
+// at (nil: unknown) and how messages name them; unknown gets the targets
+// of a conditional start that are not nodes.
+func (pc *pipelineCheck) starts(names []string, unknown func([]string)) (roots []string, from string) {
+	p, start := pc.p, pc.d.Get("start")
+	switch {
+	case start == nil || pc.bad(start):
+		return nil, ""
+	case start.Kind == yaml.SequenceNode:
+		unknown(pc.routeTargets("start", p.StartRoutes, names))
+		for _, r := range p.StartRoutes {
+			roots = append(roots, r.To)
+		}
+		return roots, "start"
+	case p.Node(p.Start) == nil:
+		pc.diags.Errorf(pc.d.Pos(start), CodeRefUnknown, "start node %q is not defined", p.Start).Hint = didYouMean(p.Start, names)
+		return nil, ""
+	}
+	return []string{p.Start}, fmt.Sprintf("start node %q", p.Start)
+}
+
 // targets checks a node's routes and on_error target and returns the
 // unknown ones.
 func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
@@ -77,13 +102,7 @@ func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
 		pc.diags.Errorf(n.Pos, CodeGraphNoNext, "node %q has no next", n.Name).Hint = "add `next: END` to finish the run here"
 		return nil
 	}
-	for _, r := range n.Next {
-		if r.To != End && pc.p.Node(r.To) == nil {
-			dg := pc.diags.Errorf(r.Pos, CodeRefUnknown, "route to unknown node %q", r.To)
-			dg.Hint, dg.End = didYouMean(r.To, names), r.end
-			unknown = append(unknown, r.To)
-		}
-	}
+	unknown = pc.routeTargets(fmt.Sprintf("node %q", n.Name), n.Next, names)
 	for _, c := range n.OnError {
 		if c.To != End && pc.p.Node(c.To) == nil {
 			dg := pc.diags.Errorf(c.Pos, CodeRefUnknown, "on_error names unknown node %q", c.To)
@@ -91,8 +110,24 @@ func (pc *pipelineCheck) targets(n *Node, names []string) (unknown []string) {
 			unknown = append(unknown, c.To)
 		}
 	}
-	if last := n.Next[len(n.Next)-1]; last.When != nil && !slices.ContainsFunc(n.Next, func(r *Route) bool { return r.When == nil }) {
-		pc.diags.Warnf(last.Pos, CodeGraphNoDefault, "every route of node %q has a condition; when none holds the run fails", n.Name).Hint = "end the list with a route without `when`"
+	return unknown
+}
+
+// routeTargets checks the targets of routes, owner's, and returns the
+// unknown ones; routes that all have a condition are warned about.
+func (pc *pipelineCheck) routeTargets(owner string, routes []*Route, names []string) (unknown []string) {
+	if len(routes) == 0 {
+		return nil
+	}
+	for _, r := range routes {
+		if r.To != End && pc.p.Node(r.To) == nil {
+			dg := pc.diags.Errorf(r.Pos, CodeRefUnknown, "route to unknown node %q", r.To)
+			dg.Hint, dg.End = didYouMean(r.To, names), r.end
+			unknown = append(unknown, r.To)
+		}
+	}
+	if last := routes[len(routes)-1]; last.When != nil && !slices.ContainsFunc(routes, func(r *Route) bool { return r.When == nil }) {
+		pc.diags.Warnf(last.Pos, CodeGraphNoDefault, "every route of %s has a condition; when none holds the run fails", owner).Hint = "end the list with a route without `when`"
 	}
 	return unknown
 }

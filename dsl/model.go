@@ -185,9 +185,12 @@ type Pipeline struct {
 	// Durability is when a step's checkpoint reaches the store (sync,
 	// async, exit; "": sync).
 	Durability string
-	Start      string
-	Nodes      []*Node
-	Output     map[string]*Expression
+	// Start is the node a run starts at, or "" when StartRoutes choose
+	// it: the first whose condition holds over the run's first state.
+	Start       string
+	StartRoutes []*Route
+	Nodes       []*Node
+	Output      map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
 	Budget runner.Budget
 	// AgentModel is the first node, of this pipeline or of one it runs as

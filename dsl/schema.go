@@ -552,16 +552,22 @@ func (s *schemaSet) shapes(e *jsonschema.ValidationError) string {
 	return "expected " + strings.Join(alts, ", or ")
 }
 
-// shape names what the schema at url accepts: types, or a mapping with
-// its required keys.
+// shape names what the schema at url accepts: types, a list of at least
+// so many items, or a mapping with its required keys.
 func (s *schemaSet) shape(url string) string {
 	obj, _ := s.resolve(url).(map[string]any)
+	if ref, ok := obj["$ref"].(string); ok && len(obj) == 1 {
+		return s.shape(refURL(url, ref))
+	}
 	var parts []string
 	switch t := obj["type"].(type) {
 	case string:
 		parts = append(parts, yamlTypes([]string{t}))
 	case []any:
 		parts = append(parts, yamlTypes(strs(t)))
+	}
+	if n, _ := strconv.Atoi(fmt.Sprint(obj["minItems"])); n > 0 && len(parts) == 1 {
+		parts[0] += fmt.Sprintf(" of at least %d", n)
 	}
 	if req, ok := obj["required"].([]any); ok {
 		parts = []string{"a mapping with " + strings.Join(strs(req), ", ")}
@@ -570,6 +576,15 @@ func (s *schemaSet) shape(url string) string {
 		return "another shape"
 	}
 	return strings.Join(parts, " ")
+}
+
+// refURL resolves a $ref found in the schema at url.
+func refURL(url, ref string) string {
+	res, _, _ := strings.Cut(url, "#")
+	if strings.HasPrefix(ref, "#") {
+		return res + ref
+	}
+	return res[:strings.LastIndex(res, "/")+1] + ref
 }
 
 func patternName(url string, s *schemaSet) string {

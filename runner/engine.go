@@ -118,11 +118,19 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 		}
 	}
 	r.input, r.started = input, r.clock.Now()
-	r.emit(EventRunStart, "", map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn})
-	if err := r.checkpoint(ctx, cpRecord{next: g.Start, status: StatusRunning, state: state, snapshot: true, step: true}); err != nil {
+	start, route, err := r.start(state)
+	if err != nil {
 		return nil, err
 	}
-	return r.loop(ctx, state, g.Start, nil)
+	d := map[string]any{"pipeline": g.Name, "input": input, "turn": r.turn}
+	if route >= 0 {
+		d["start"], d["route"] = start, route
+	}
+	r.emit(EventRunStart, "", d)
+	if err := r.checkpoint(ctx, cpRecord{next: start, status: StatusRunning, state: state, snapshot: true, step: true}); err != nil {
+		return nil, err
+	}
+	return r.loop(ctx, state, start, nil)
 }
 
 // nextTurn continues a thread that has completed runs: its state with

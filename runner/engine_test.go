@@ -383,3 +383,43 @@ func TestBudgetStepsInNodes(t *testing.T) {
 		t.Fatalf("recover saw steps = %v (%v), want 1", res.State["out"], err)
 	}
 }
+
+// TestConditionalStart: StartRoutes choose the first node over the run's
+// first state, without a step of their own; the run_start event says which
+// route chose it, and a start no route chooses refuses the run.
+func TestConditionalStart(t *testing.T) {
+	isChat := when(func(s runner.State) bool { return s["kind"] == "chat" })
+	g := &runner.Graph{Name: "entry", Hash: "h", Fields: map[string]runner.Field{"kind": {Reducer: runner.Replace}, "by": {Reducer: runner.Replace}},
+		StartRoutes: []runner.Route{{When: isChat, To: "chat"}, {When: when(func(s runner.State) bool { return s["kind"] == "plan" }), To: "plan"}},
+		Nodes: map[string]*runner.Step{
+			"chat": {Name: "chat", Node: set(runner.Update{"by": "chat"}), Routes: []runner.Route{{To: runner.End}}},
+			"plan": {Name: "plan", Node: set(runner.Update{"by": "plan"}), Routes: []runner.Route{{To: runner.End}}},
+		}}
+	for _, kind := range []string{"chat", "plan"} {
+		var started map[string]any
+		e := &runner.Engine{Store: newStore(t), Sink: func(ev runner.Event) {
+			if ev.Type == runner.EventRunStart {
+				started = ev.Data.(map[string]any)
+			}
+		}}
+		res, err := e.Run(context.Background(), g, kind, map[string]any{"kind": kind})
+		if err != nil || res.Status != runner.StatusCompleted || res.State["by"] != kind || !reflect.DeepEqual(res.Path, []string{kind}) {
+			t.Fatalf("%s: %v %+v, want a run of %s alone", kind, err, res, kind)
+		}
+		if started["start"] != kind {
+			t.Errorf("%s: run_start says %v", kind, started)
+		}
+		hist, _ := e.Store.History(context.Background(), kind)
+		if len(hist) != 2 {
+			t.Errorf("%s: %d checkpoints, want the input's and the step's", kind, len(hist))
+		}
+	}
+	e := &runner.Engine{Store: newStore(t)}
+	if _, err := e.Run(context.Background(), g, "none", map[string]any{"kind": "other"}); !errors.Is(err, runner.ErrInput) ||
+		!strings.Contains(err.Error(), "start: no route condition holds") {
+		t.Fatalf("no route holds: %v, want the run refused", err)
+	}
+	if hist, _ := e.Store.History(context.Background(), "none"); len(hist) != 0 {
+		t.Errorf("a refused run wrote %d checkpoints", len(hist))
+	}
+}

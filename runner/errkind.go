@@ -118,14 +118,14 @@ func (c Catch) catches(kinds []string) bool {
 }
 
 // catchOf returns the first entry of on_error that catches an error of
-// kinds; "" when none does.
-func catchOf(onError []Catch, kinds []string) string {
-	for _, c := range onError {
+// kinds, and its index; "" and -1 when none does.
+func catchOf(onError []Catch, kinds []string) (string, int) {
+	for i, c := range onError {
 		if c.catches(kinds) {
-			return c.To
+			return c.To, i
 		}
 	}
-	return ""
+	return "", -1
 }
 
 // caughtError is what expressions see as error: the message, kind and

@@ -27,8 +27,12 @@ type Update map[string]any
 type Graph struct {
 	Name   string
 	Fields map[string]Field
-	Start  string
-	Nodes  map[string]*Step
+	// Start is the node a run starts at; with StartRoutes, the first of
+	// them whose condition holds over the run's first state chooses it
+	// instead, as a node's routes choose its successor, without a step.
+	Start       string
+	StartRoutes []Route
+	Nodes       map[string]*Step
 	// MaxSteps and Timeout are the pipeline's hard limits; Budget is what
 	// a run may spend, with its own on_exceed policy.
 	MaxSteps int

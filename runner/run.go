@@ -113,9 +113,7 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 		ctx, cancel = r.clock.WithTimeout(ctx, t, &BudgetError{Budget: "timeout", Limit: float64(t), Used: float64(t)})
 		defer cancel()
 	}
-	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
-	r.syncBudget(r.step - r.turn)
-	r.vars = map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar(), "config": r.config}
+	r.vars = r.routeVars(state)
 	for cur != End {
 		if ctx.Err() != nil {
 			return r.stop(ctx, state, cur)
@@ -147,6 +145,29 @@ func (r *Run) loop(ctx context.Context, state State, cur string, resume *deliver
 		cur = next
 	}
 	return r.complete(ctx, state)
+}
+
+// routeVars makes the variables route conditions see, at state.
+func (r *Run) routeVars(state State) map[string]any {
+	r.budget, r.synced = map[string]any{}, ^uint64(0) // the first sync fills it
+	r.syncBudget(r.step - r.turn)
+	return map[string]any{"input": r.input, "budget": r.budget, "state": state, "error": r.errorVar(), "run": r.runVar(), "config": r.config}
+}
+
+// start returns the node a run starts at, Start, or the node the first of
+// StartRoutes that holds over the run's first state names, with the
+// route's index (-1: Start). A start no route chooses refuses the run
+// (ErrInput): nothing is written.
+func (r *Run) start(state State) (string, int, error) {
+	g := r.Graph
+	if len(g.StartRoutes) == 0 {
+		return g.Start, -1, nil
+	}
+	to, i, err := pick(g.StartRoutes, r.routeVars(state))
+	if err != nil {
+		return "", -1, fmt.Errorf("%w: pipeline %s: start: %v", ErrInput, g.Name, err)
+	}
+	return to, i, nil
 }
 
 // routeRun brings the run the route conditions see up to date: the same
@@ -181,12 +202,17 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		r.in.Resumed, r.in.Resume = true, resume.value
 	}
 	upd, err := r.runNode(ctx, s, &r.in)
-	next := ""
+	next, route := "", -1 // route: the index of the route taken
 	if err != nil {
-		if next = r.errorRoute(ctx, s, err); next == "" {
+		var caught int // the index of the on_error entry, -1 for the budget's node
+		if next, caught = r.errorRoute(ctx, s, err); next == "" {
 			return "", err
 		}
-		r.emit(EventError, cur, map[string]any{"error": err.Error(), "route": next})
+		d := map[string]any{"error": err.Error(), "route": next}
+		if caught >= 0 {
+			d["catch"] = caught
+		}
+		r.emit(EventError, cur, d)
 		upd = r.errorUpdate(cur, err)
 	}
 	if r.lists == nil {
@@ -203,7 +229,7 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	}
 	r.syncBudget(r.step - r.turn + 1) // this step counts from here on
 	if next == "" {
-		if next, err = r.route(s, merged); err != nil {
+		if next, route, err = r.route(s, merged); err != nil {
 			return "", err
 		}
 	}
@@ -222,7 +248,11 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 		return "", err
 	}
 	if r.engine.Sink != nil {
-		r.emit(EventNodeEnd, cur, map[string]any{"update": upd, "next": next, "duration_ms": r.clock.Now().Sub(start).Milliseconds()})
+		d := map[string]any{"update": upd, "next": next, "duration_ms": r.clock.Now().Sub(start).Milliseconds()}
+		if route >= 0 {
+			d["route"] = route
+		}
+		r.emit(EventNodeEnd, cur, d)
 	}
 	return next, nil
 }
@@ -331,43 +361,53 @@ func (p Retry) backoff(a int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// route picks the first route whose condition holds; the conditions
-// see the state and the run as they are now.
-func (r *Run) route(s *Step, state State) (string, error) {
-	for i, rt := range s.Routes {
+// route picks the first route of s whose condition holds, and its index;
+// the conditions see the state and the run as they are now.
+func (r *Run) route(s *Step, state State) (string, int, error) {
+	if len(s.Routes) > 0 && s.Routes[0].When != nil {
+		r.vars["state"] = state
+		r.routeRun()
+	}
+	to, i, err := pick(s.Routes, r.vars)
+	if err != nil {
+		return "", -1, &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: %v", s.Name, err)}
+	}
+	return to, i, nil
+}
+
+// pick returns the first of routes whose condition holds over vars, and
+// its index.
+func pick(routes []Route, vars map[string]any) (string, int, error) {
+	for i, rt := range routes {
 		if rt.When == nil {
-			return rt.To, nil
+			return rt.To, i, nil
 		}
-		if i == 0 {
-			r.vars["state"] = state
-			r.routeRun()
-		}
-		ok, err := rt.When.EvalBool(r.vars)
+		ok, err := rt.When.EvalBool(vars)
 		if err != nil {
-			return "", &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: route condition: %v", s.Name, err)}
+			return "", -1, fmt.Errorf("route condition: %w", err)
 		}
 		if ok {
-			return rt.To, nil
+			return rt.To, i, nil
 		}
 	}
-	return "", &RunError{Code: "node_error", Node: s.Name, Message: fmt.Sprintf("node %s: no route condition holds and there is no default route", s.Name)}
+	return "", -1, errors.New("no route condition holds and there is no default route")
 }
 
 // errorRoute is the node a failed step routes to: the budget's on_exceed
 // node for a budget error, else the first of the step's on_error entries
 // that catches the error's kind (a budget error only when on_exceed is
-// fail); "" ends the run.
-func (r *Run) errorRoute(ctx context.Context, s *Step, err error) string {
+// fail), with its index (-1 for the budget's node); "" ends the run.
+func (r *Run) errorRoute(ctx context.Context, s *Step, err error) (string, int) {
 	if ctx.Err() != nil || isA[*Interrupt](err) || errors.Is(err, ErrInvalidResume) {
-		return ""
+		return "", -1
 	}
 	kinds := ErrorKindsOf(err)
 	if kinds[0] == KindBudgetErr {
 		if p := r.meter.budget.OnExceed; p != "" && p != OnExceedFail {
 			if isPolicyNode(p) {
-				return p
+				return p, -1
 			}
-			return ""
+			return "", -1
 		}
 	}
 	return catchOf(s.OnError, kinds)

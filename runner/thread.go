@@ -169,7 +169,7 @@ func (e *Engine) Update(ctx context.Context, g *Graph, thread string, values Upd
 			return nil, fmt.Errorf("%w: pipeline %s has no node %q", ErrInput, g.Name, asNode)
 		}
 		r.vars = map[string]any{"input": r.input, "budget": map[string]any{}, "run": r.runVar(), "config": r.config}
-		if rec.next, err = r.route(s, state); err != nil {
+		if rec.next, _, err = r.route(s, state); err != nil {
 			return nil, err
 		}
 		rec.node, rec.status = asNode, StatusUpdated

@@ -394,7 +394,13 @@ func (s *Server) getAssistantGraph(w http.ResponseWriter, r *http.Request) error
 		Conditional bool   `json:"conditional"`
 	}
 	nodes := []node{{ID: "__start__", Type: "schema", Data: map[string]any{"name": "__start__"}}}
-	edges := []edge{{Source: "__start__", Target: g.Start}}
+	var edges []edge
+	if g.Start != "" {
+		edges = append(edges, edge{Source: "__start__", Target: g.Start})
+	}
+	for _, rt := range g.StartRoutes {
+		edges = append(edges, edge{Source: "__start__", Target: apiNode(rt.To), Conditional: true})
+	}
 	for _, name := range sortedNames(g.Nodes) {
 		st := g.Nodes[name]
 		nodes = append(nodes, node{ID: name, Type: "runnable", Data: map[string]any{"name": name, "type": st.Type}})

@@ -57,16 +57,21 @@ func runGraph(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// edges calls f for every route of p, labelled with its condition.
+// edges calls f for every route of p, those of a conditional start
+// first, labelled with its condition.
 func edges(p *dsl.Pipeline, f func(from, to, label string)) {
-	for _, n := range p.Nodes {
-		for _, r := range n.Next {
+	routes := func(from string, rs []*dsl.Route) {
+		for _, r := range rs {
 			label := ""
 			if r.When != nil {
 				label = r.When.Program.Text()
 			}
-			f(n.Name, r.To, label)
+			f(from, r.To, label)
 		}
+	}
+	routes("START", p.StartRoutes)
+	for _, n := range p.Nodes {
+		routes(n.Name, n.Next)
 		for _, c := range n.OnError {
 			label := "on error"
 			if len(c.When) > 0 {
@@ -79,7 +84,10 @@ func edges(p *dsl.Pipeline, f func(from, to, label string)) {
 
 func writeMermaid(w io.Writer, p *dsl.Pipeline) {
 	fmt.Fprintln(w, "flowchart TD")
-	fmt.Fprintf(w, "  START([START]) --> %s\n", p.Start)
+	if fmt.Fprint(w, "  START([START])"); p.Start != "" {
+		fmt.Fprintf(w, " --> %s", p.Start)
+	}
+	fmt.Fprintln(w)
 	for _, n := range p.Nodes {
 		fmt.Fprintf(w, "  %s[\"%s<br/><small>%s</small>\"]\n", n.Name, n.Name, n.Type)
 	}
@@ -95,7 +103,9 @@ func writeMermaid(w io.Writer, p *dsl.Pipeline) {
 
 func writeDot(w io.Writer, p *dsl.Pipeline) {
 	fmt.Fprintf(w, "digraph %q {\n  START [shape=circle];\n  END [shape=doublecircle];\n", p.Name)
-	fmt.Fprintf(w, "  START -> %q;\n", p.Start)
+	if p.Start != "" {
+		fmt.Fprintf(w, "  START -> %q;\n", p.Start)
+	}
 	for _, n := range p.Nodes {
 		fmt.Fprintf(w, "  %q [shape=box, label=%q];\n", n.Name, n.Name+"\n("+n.Type+")")
 	}
