@@ -49,6 +49,8 @@ type check struct {
 	// jsonSchemas holds the outcome of compiling each JSON Schema of the
 	// documents, by its JSON text.
 	jsonSchemas map[string]error
+	// namedEnvs holds the environments with named expressions (namedEnv).
+	namedEnvs map[namedEnvKey]*Env
 }
 
 // programKey is what a compiled expression depends on: its text and
@@ -74,6 +76,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 		sigs:        map[*Type]string{},
 		programs:    map[programKey]*Program{},
 		jsonSchemas: map[string]error{},
+		namedEnvs:   map[namedEnvKey]*Env{},
 		proj: &Project{Pipelines: map[string]*Pipeline{}, Agents: map[string]*Agent{},
 			RuleSets: map[string]*RuleSet{}, Tools: map[string]*ToolDef{},
 			Models: map[string]*ModelDef{}, Skills: map[string]*SkillDef{}, MCPServers: map[string]*MCPServerDef{}, Docs: docs},

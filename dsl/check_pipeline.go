@@ -39,11 +39,12 @@ var runType = ObjectOf(map[string]*Type{"thread": StringType, "started_at": Stri
 // pipelineCheck holds what the checks of one pipeline share.
 type pipelineCheck struct {
 	*check
-	d    *Document
-	p    *Pipeline
-	envs map[string]*Env  // by extra variables
-	node *Node            // the node whose config is being visited
-	vars map[string]*Type // the types of its extra variables: its node type's, or a VarTyper's
+	d     *Document
+	p     *Pipeline
+	envs  map[string]*Env  // by extra variables
+	node  *Node            // the node whose config is being visited
+	vars  map[string]*Type // the types of its extra variables: its node type's, or a VarTyper's
+	named *named           // the pipeline's named expressions
 	// varsKey tells apart the environments of different vars.
 	varsKey string
 }
@@ -54,9 +55,10 @@ func (k *check) pipeline(d *Document) {
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
 	p.Input = k.objectOf(d.Get("input"))
-	pc.startRoutes()
 	pc.inputFields()
 	pc.configurable()
+	pc.named = k.namedExpressions(d, p.Lang, pc.baseVars())
+	pc.startRoutes()
 	lim := d.Get("limits")
 	pc.decode(d, mapGet(lim, "max_steps"), &p.MaxSteps, "limits.max_steps")
 	pc.decode(d, mapGet(lim, "timeout"), &p.Timeout, "limits.timeout")
@@ -233,17 +235,22 @@ func (pc *pipelineCheck) env(extra []string) *Env {
 	if e, ok := pc.envs[key]; ok {
 		return e
 	}
-	vars := map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType, "run": runType,
-		"config": pc.p.Config}
+	vars := pc.baseVars()
 	for _, v := range extra {
 		vars[v] = AnyType
 		if t := pc.vars[v]; t != nil {
 			vars[v] = t
 		}
 	}
-	e := pc.check.env(vars)
+	e := pc.namedEnv(pc.check.env(vars), pc.named)
 	pc.envs[key] = e
 	return e
+}
+
+// baseVars are the variables every expression of the pipeline sees.
+func (pc *pipelineCheck) baseVars() map[string]*Type {
+	return map[string]*Type{"state": pc.p.State, "input": pc.p.Input, "budget": budgetType, "error": errorType, "run": runType,
+		"config": pc.p.Config}
 }
 
 // nodeDecl reads one node: type, with:, routes, timeout and retry. A node

@@ -74,6 +74,7 @@ func (k *check) ruleSet(d *Document) {
 	rs := &RuleSet{Doc: d, Name: d.Name, State: k.objectOf(d.Get("state")), Platform: scalarValue(d.Get("scope")) == "platform",
 		Tenant: scalarValue(d.Get("tenant"))}
 	lang := docLang(d, CEL)
+	nx := k.namedExpressions(d, lang, ruleVars(rs.State))
 	keys := map[string]bool{}
 	for _, r := range items(d.Get("rules")) {
 		if k.bad(r) {
@@ -85,6 +86,7 @@ func (k *check) ruleSet(d *Document) {
 		}
 		keys[rule.Key] = true
 		env := k.ruleEnv(rs.State, rule.On, k.mcpRuleArgs(d, mapGet(r, "when"), lang))
+		env = k.namedEnv(env, nx)
 		if w := mapGet(r, "when"); w != nil {
 			rule.When = &Condition{Expression{node: w}}
 			rule.When.Program = k.compile(d, w, lang, env, BoolType)
@@ -115,7 +117,7 @@ func (k *check) ruleEnv(state *Type, trigger string, args *Type) *Env {
 	if e := k.ruleEnvs[key]; e != nil {
 		return e
 	}
-	vars := map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType, "run": runType}
+	vars := ruleVars(state)
 	for n, t := range Triggers[trigger] {
 		vars[n] = t
 	}
@@ -137,6 +139,12 @@ func withField(t *Type, name string, f *Type) *Type {
 	c.Fields = maps.Clone(t.Fields)
 	c.Fields[name] = f
 	return &c
+}
+
+// ruleVars are the variables every rule over state sees, whatever its
+// trigger.
+func ruleVars(state *Type) map[string]*Type {
+	return map[string]*Type{"state": state, "input": {Kind: Object}, "agent": agentVar, "budget": budgetType, "run": runType}
 }
 
 // ruleEnvKey is what a rule's environment depends on: the signature of

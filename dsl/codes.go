@@ -32,6 +32,7 @@ const (
 	CodeRefUndeclared   = "ref.undeclared"
 	CodeRefStateBinding = "ref.state-binding"
 	CodeRefSubgraph     = "ref.subgraph-cycle"
+	CodeRefCycle        = "ref.expression-cycle"
 	CodeRefUnused       = "ref.unused"
 
 	// state and input declarations
@@ -96,6 +97,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeRefUndeclared, "a write to an undeclared state field"},
 	{CodeRefStateBinding, "a rule set's state field its pipeline lacks or types differently"},
 	{CodeRefSubgraph, "a pipeline containing itself through subgraphs"},
+	{CodeRefCycle, "a named expression that reads itself"},
 	{CodeRefUnused, "a tool or skill nothing uses (warning)"},
 	{CodeStateDefault, "a default that does not fit its type or enum"},
 	{CodeStateReducer, "a reducer that does not fit its field"},

@@ -80,6 +80,10 @@ type Source struct {
 // modified after its first use; it may then be shared between goroutines.
 type Env struct {
 	Vars map[string]*Type
+	// Named are a document's named expressions, each also in Vars with its
+	// result's type: an expression that reads one computes it then, with
+	// its own variables (see NamedExpressions).
+	Named map[string]*Program
 	// Funcs-free by design: only the languages' standard libraries.
 	cache envCache
 }
@@ -111,8 +115,9 @@ func (e *Env) varNames() []string {
 type Program struct {
 	text   string
 	lang   Lang
+	kind   Kind // of its result, as checked: Any when unknown
 	ev     evaluator
-	reads  []string // the declared variables it reads
+	reads  []string // the declared variables it reads, through the named expressions it reads
 	varies bool     // it reads what no declared variable holds: the clock, $env
 }
 
@@ -190,6 +195,7 @@ type compilation struct {
 	diags  Diagnostics
 	reads  []string // the Program's
 	varies bool
+	kind   Kind // the result's, as checked
 }
 
 func (c *compilation) compile() (*Program, Diagnostics) {
@@ -213,7 +219,8 @@ func (c *compilation) compile() (*Program, Diagnostics) {
 		c.hintComment()
 		return nil, c.diags
 	}
-	return &Program{text: c.text, lang: c.src.Lang, ev: ev, reads: c.reads, varies: c.varies}, c.diags
+	c.readNamed()
+	return &Program{text: c.text, lang: c.src.Lang, kind: c.kind, ev: ev, reads: c.reads, varies: c.varies}, c.diags
 }
 
 // hintComment explains a syntax error in an unquoted expression that YAML
@@ -240,9 +247,11 @@ func (c *compilation) warnAt(off int, code, format string, args ...any) *Diagnos
 	return c.diags.Warnf(c.src.PosAt(c.base+off), code, format, args...)
 }
 
-// checkResult reports a result type that cannot be what the caller wants.
-// got is the checked result type as a Kind (Any when unknown or dynamic).
+// checkResult records the checked result type and reports one that cannot
+// be what the caller wants. got is the checked result type as a Kind (Any
+// when unknown or dynamic).
 func (c *compilation) checkResult(got Kind, off int) {
+	c.kind = got
 	if c.want == nil || c.want.Kind == Any || got == Any || got == c.want.Kind {
 		return
 	}

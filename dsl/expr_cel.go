@@ -10,6 +10,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -76,6 +77,15 @@ func (c *compilation) compileCEL() evaluator {
 	c.checkResult(celKind(checked.OutputType()), 0)
 	c.celCost(ce, checked)
 	c.reads = celReads(checked, c.env)
+	var named map[string]*Program
+	for _, r := range c.reads {
+		if p := c.env.Named[r]; p != nil {
+			if named == nil {
+				named = map[string]*Program{}
+			}
+			named[r] = p
+		}
+	}
 	var opts []cel.ProgramOption
 	if !sizeBounded(ce, checked) {
 		opts = append(opts, cel.CostLimit(CELCostLimit))
@@ -85,7 +95,7 @@ func (c *compilation) compileCEL() evaluator {
 		c.errorAt(0, CodeExprType, "%v", err)
 		return nil
 	}
-	return &celProgram{prg: prg, norms: ce.norms}
+	return &celProgram{prg: prg, norms: ce.norms, named: named}
 }
 
 // celReads returns the declared variables a checked CEL expression reads
@@ -182,14 +192,16 @@ func (celSizer) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) 
 	return nil
 }
 
-// celProgram is a compiled CEL expression.
+// celProgram is a compiled CEL expression; named are the named
+// expressions it reads.
 type celProgram struct {
 	prg   cel.Program
 	norms map[string]normalizer
+	named map[string]*Program
 }
 
 func (p *celProgram) eval(vars map[string]any) (any, error) {
-	out, _, err := p.prg.Eval(&celActivation{vars: vars, norms: p.norms})
+	out, _, err := p.prg.Eval(&celActivation{vars: vars, norms: p.norms, named: p.named})
 	if err != nil {
 		return nil, err
 	}
@@ -197,15 +209,23 @@ func (p *celProgram) eval(vars map[string]any) (any, error) {
 }
 
 // celActivation resolves variables from a map, normalizing those whose
-// declared type needs it.
+// declared type needs it, and named expressions by computing them.
 type celActivation struct {
 	vars  map[string]any
 	norms map[string]normalizer
+	named map[string]*Program
 }
 
 // ResolveName implements interpreter.Activation.
 func (a *celActivation) ResolveName(name string) (any, bool) {
 	v, ok := a.vars[name]
+	if p := a.named[name]; p != nil {
+		var err error
+		if v, err = p.Eval(a.vars); err != nil {
+			return types.NewErr("expression %s: %v", name, err), true
+		}
+		ok = true
+	}
 	if n := a.norms[name]; ok && n != nil {
 		v, _ = n(v)
 	}

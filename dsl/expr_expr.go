@@ -115,7 +115,7 @@ func (c *compilation) compileExpr() evaluator {
 	_, err = checker.Check(tree, &cfg)
 	w := &exprWalker{c: c}
 	w.walk(tree.Node, 0)
-	if w.failed {
+	if w.failed || len(c.env.Named) > 0 && c.shadowsNamed(tree.Node) {
 		return nil
 	}
 	if err != nil {
@@ -126,7 +126,8 @@ func (c *compilation) compileExpr() evaluator {
 	c.exprUnbounded(tree.Node)
 	findLast := patchFindLast(&tree.Node)
 	equality := patchEquality(&tree.Node)
-	if patchMembers(&tree.Node) || equality || findLast {
+	members := patchMembers(&tree.Node)
+	if patchNamed(&tree.Node, c.env.Named) || members || equality || findLast {
 		if _, err := checker.Check(tree, &cfg); err != nil {
 			c.exprError(err, CodeExprType)
 			return nil
@@ -178,18 +179,12 @@ func (c *compilation) exprError(err error, code string) {
 // never closed, or -1.
 func openQuote(text string) int {
 	for i := 0; i < len(text); i++ {
-		q := text[i]
-		if q != '"' && q != '\'' && q != '`' {
-			continue
-		}
-		start := i
-		for i++; i < len(text) && text[i] != q; i++ {
-			if text[i] == '\\' && q != '`' {
-				i++
+		if q := text[i]; q == '"' || q == '\'' || q == '`' {
+			end := skipString(text, i)
+			if end > len(text) {
+				return i
 			}
-		}
-		if i >= len(text) {
-			return start
+			i = end - 1
 		}
 	}
 	return -1
