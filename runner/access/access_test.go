@@ -1,7 +1,9 @@
 package access_test
 
 import (
+	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,5 +162,64 @@ func TestParseThread(t *testing.T) {
 		if key != tc.key || owner != tc.owner || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("ParseThread(%q, %q) = %q, %q, %v; want %q, %q, %q", tc.tenant, tc.arg, key, owner, err, tc.key, tc.owner, tc.err)
 		}
+	}
+}
+
+// TestMayDecide: a principal decides a held call only when it is among
+// the reviewers, is not the requester the rule keeps apart, has not
+// decided it already, and has a name where decisions are told apart.
+func TestMayDecide(t *testing.T) {
+	alice := access.Principal{Tenant: "acme", Name: "alice", Roles: []string{"ops-lead"}}
+	cfo := access.Principal{Tenant: "acme", Name: "carol", Roles: []string{"cfo"}}
+	unnamed := access.Principal{Tenant: "acme", Roles: []string{"ops-lead"}}
+	byRole := access.Reviewers{Roles: []string{"ops-lead"}}
+	for _, tc := range []struct {
+		name string
+		p    access.Principal
+		b    access.Ballot
+		want string // "" allowed
+	}{
+		{"anyone of the tenant", unnamed, access.Ballot{}, ""},
+		{"by role", alice, access.Ballot{Reviewers: byRole}, ""},
+		{"by name", cfo, access.Ballot{Reviewers: access.Reviewers{Principals: []string{"carol"}}}, ""},
+		{"without the role", cfo, access.Ballot{Reviewers: byRole}, "carol (roles cfo) is not among its reviewers (roles ops-lead)"},
+		{"the requester", alice, access.Ballot{Reviewers: byRole, Requester: "alice", DistinctFromRequester: true}, "alice started the run"},
+		{"the requester, not kept apart", alice, access.Ballot{Reviewers: byRole, Requester: "alice"}, ""},
+		{"a second vote", alice, access.Ballot{Reviewers: byRole, Quorum: 2, Voted: []string{"alice"}}, "alice has decided it already; it needs 2 distinct principals"},
+		{"a quorum, unnamed", unnamed, access.Ballot{Reviewers: byRole, Quorum: 2}, "the key names none"},
+		{"kept from the requester, unnamed", unnamed, access.Ballot{DistinctFromRequester: true}, "the key names none"},
+	} {
+		err := access.MayDecide(tc.p, tc.b)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: MayDecide = %v, want allowed", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, access.ErrForbidden) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: MayDecide = %v, want ErrForbidden saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestReviewerKeys: an approval's index keys meet a principal's exactly
+// where the principal is among its reviewers.
+func TestReviewerKeys(t *testing.T) {
+	r := access.Reviewers{Roles: []string{"cfo"}, Principals: []string{"bob"}}
+	for _, tc := range []struct {
+		p    access.Principal
+		meet bool
+	}{
+		{access.Principal{Name: "alice", Roles: []string{"cfo"}}, true},
+		{access.Principal{Name: "bob"}, true},
+		{access.Principal{Name: "alice", Roles: []string{"ops"}}, false},
+	} {
+		meet := false
+		for _, k := range tc.p.ReviewerKeys() {
+			meet = meet || slices.Contains(r.Keys(), k)
+		}
+		if meet != tc.meet || meet != r.Admits(tc.p) {
+			t.Errorf("%v: keys meet %v, Admits %v; want %v", tc.p, meet, r.Admits(tc.p), tc.meet)
+		}
+	}
+	if !slices.Equal(access.Reviewers{}.Keys(), []string{"*"}) {
+		t.Errorf("open reviewers' keys = %v", access.Reviewers{}.Keys())
 	}
 }

@@ -19,6 +19,7 @@ type memory struct {
 	threads map[string]*memThread
 	memRuns
 	memAssistants
+	memApprovals
 	leases map[string]Lease
 }
 
@@ -38,9 +39,10 @@ func (t *memThread) summary(id string) Thread {
 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
-// It is a RunStore and an AssistantStore too.
+// It is a RunStore, an AssistantStore and an ApprovalStore too.
 func NewMemory() Store {
-	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns()}
+	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns(),
+		memApprovals: memApprovals{approvals: map[string]*Approval{}}}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
@@ -66,6 +68,9 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 		m.threads[cp.Thread] = t
 	}
 	t.cps = append(t.cps, c)
+	for _, a := range cp.Approvals {
+		m.upsert(a)
+	}
 	if cp.Release {
 		l := m.leases[cp.Thread]
 		l.Expires = time.Time{}
@@ -159,7 +164,13 @@ func (m *memory) Delete(_ context.Context, thread string) error {
 	if m.threads[thread] == nil {
 		return NotFoundError(thread, 0)
 	}
-	for id := range m.family(thread) {
+	fam := m.family(thread)
+	for id, a := range m.approvals {
+		if fam[a.Thread] {
+			delete(m.approvals, id)
+		}
+	}
+	for id := range fam {
 		delete(m.threads, id)
 		if l, ok := m.leases[id]; ok {
 			l.Expires = time.Time{}
@@ -252,7 +263,7 @@ func (m *memory) Probe(context.Context) error { return nil }
 // stored (Lease, Release); without the Writes and Snapshot unless full.
 func clone(cp *Checkpoint, full bool) *Checkpoint {
 	c := *cp
-	c.CreatedAt, c.Lease, c.Release, c.ChildOf = cp.CreatedAt.UTC(), 0, false, ""
+	c.CreatedAt, c.Lease, c.Release, c.ChildOf, c.Approvals = cp.CreatedAt.UTC(), 0, false, "", nil
 	c.Interrupt, c.Meta = cloneRaw(cp.Interrupt), cloneRaw(cp.Meta)
 	c.Writes, c.Snapshot = nil, nil
 	if full {

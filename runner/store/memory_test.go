@@ -18,3 +18,7 @@ func TestMemoryRunStore(t *testing.T) {
 func TestMemoryAssistantStore(t *testing.T) {
 	storetest.RunAssistantStore(t, func(*testing.T) store.AssistantStore { return store.NewMemory().(store.AssistantStore) })
 }
+
+func TestMemoryApprovals(t *testing.T) {
+	storetest.RunApprovalStore(t, func(*testing.T) store.Store { return store.NewMemory() })
+}

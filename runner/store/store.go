@@ -95,6 +95,12 @@ type Checkpoint struct {
 	// this one. It is the thread's, not the checkpoint's: Load and
 	// History return "".
 	ChildOf string `json:"-"`
+	// Approvals are written with the checkpoint, in the same write, each
+	// replacing the record of its ID (keeping its CreatedAt): the
+	// approvals the step opened, voted on or decided. Not stored with the
+	// checkpoint: Load and History return none; an ApprovalStore reads
+	// them.
+	Approvals []*Approval `json:"-"`
 }
 
 // Lease is an owner's exclusive claim on a thread until Expires: one

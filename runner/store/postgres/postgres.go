@@ -67,7 +67,11 @@ type pgStore struct {
 // releases the lease, in one statement; a concurrent Put of the same ID fails on the primary key,
 // and the lease row stays locked until the Put commits, so a takeover
 // waits for it. It affects one row when it inserted.
-const pgPut = `
+const pgPut = pgPutSteps + pgPutThread
+
+// pgPutSteps are pgPut's steps before its last: the checkpoint's insert
+// and the lease's release.
+const pgPutSteps = `
 WITH ins AS (
 	INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
 		config_hash, tenant, created_at, interrupt, meta, writes, snapshot)
@@ -77,7 +81,10 @@ WITH ins AS (
 	RETURNING thread, pipeline, status, step, id, created_at),
 rel AS (
 	UPDATE leases SET expires_at = 0
-	WHERE $17::boolean AND thread = $1 AND token = $16 AND EXISTS (SELECT FROM ins))
+	WHERE $17::boolean AND thread = $1 AND token = $16 AND EXISTS (SELECT FROM ins))`
+
+// pgPutThread is pgPut's last step: the thread's row.
+const pgPutThread = `
 INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at, parent)
 SELECT *, nullif($18, '') FROM ins
 ON CONFLICT (id) DO UPDATE SET pipeline = excluded.pipeline, status = excluded.status,
@@ -111,9 +118,13 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	res := s.group.Do(write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	w := write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
-		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release, cp.ChildOf}})
+		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release, cp.ChildOf}}
+	if len(cp.Approvals) > 0 {
+		w.sql, w.args = pgPutApprovals, append(w.args, approvalRows(cp.Approvals))
+	}
+	res := s.group.Do(w)
 	switch {
 	case uniqueViolation(res.Err):
 	case res.Err != nil:
@@ -322,7 +333,7 @@ func (s *pgStore) Delete(ctx context.Context, thread string) error {
 			if err := exists(ctx, tx, thread); err != nil {
 				return err
 			}
-			for _, q := range []string{pgDeleteCheckpoints, pgEndLeases, pgDeleteThreads} {
+			for _, q := range []string{pgDeleteApprovals, pgDeleteCheckpoints, pgEndLeases, pgDeleteThreads} {
 				if _, err := tx.Exec(ctx, q, thread); err != nil {
 					return err
 				}

@@ -302,6 +302,10 @@ func TestAssistantStoreConformance(t *testing.T) {
 	})
 }
 
+func TestApprovalStoreConformance(t *testing.T) {
+	storetest.RunApprovalStore(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
+}
+
 // TestRunStoreTerminatedConnections ends the store's backends between
 // appends and run changes: each call goes through on a new connection,
 // and the run's events stay numbered 1..n, none lost or doubled.

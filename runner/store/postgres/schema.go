@@ -33,6 +33,8 @@ import (
 //
 // Version 6: child threads' parents, and named tenants' id spaces
 // (owners.go).
+//
+// Version 7: the approvals gates wait for (approvals.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -74,7 +76,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

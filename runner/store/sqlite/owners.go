@@ -52,9 +52,9 @@ const sqliteFamily = `WITH RECURSIVE family(key) AS (SELECT key FROM thread_keys
 	UNION SELECT k.key FROM thread_keys k JOIN family f ON k.parent = f.key) `
 
 // sqliteDelete removes thread ?1 and the child threads recorded as its
-// own (their keys last: the family is found by them); a leased thread
-// keeps its key, so its token goes on counting.
-const sqliteDelete = sqliteFamily + `DELETE FROM checkpoints WHERE tkey IN (SELECT key FROM family);
+// own, with their approvals (their keys last: the family is found by
+// them); a leased thread keeps its key, so its token goes on counting.
+const sqliteDelete = sqliteDeleteApprovals + sqliteFamily + `DELETE FROM checkpoints WHERE tkey IN (SELECT key FROM family);
 ` + sqliteFamily + `UPDATE leases SET expires_at = 0 WHERE tkey IN (SELECT key FROM family);
 ` + sqliteFamily + `DELETE FROM threads WHERE tkey IN (SELECT key FROM family);
 ` + sqliteFamily + `DELETE FROM thread_keys WHERE key IN (SELECT key FROM family) AND key NOT IN (SELECT tkey FROM leases);`

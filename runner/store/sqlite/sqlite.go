@@ -81,6 +81,8 @@ import (
 //
 // Version 13: child threads' parents, and named tenants' id spaces
 // (owners.go).
+//
+// Version 14: the approvals gates wait for (approvals.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -234,7 +236,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema, sqliteOwnersSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
@@ -417,6 +419,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	if cp.Release {
 		req.after = &putReq{query: sqliteRenew, args: []any{cp.Thread, cp.Lease, 0}}
+	}
+	if len(cp.Approvals) > 0 {
+		req.then(approvalWrites(cp))
 	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {

@@ -137,6 +137,12 @@ func TestAssistantStoreConformance(t *testing.T) {
 	})
 }
 
+func TestApprovalStoreConformance(t *testing.T) {
+	storetest.RunApprovalStore(t, func(t *testing.T) store.Store {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db"))
+	})
+}
+
 // TestSQLiteMigrateV1 opens a file of schema version 1 holding a
 // checkpoint: it is migrated (to a rowid checkpoints table since version
 // 4), keeps the checkpoint and the thread's summary, refuses a repeated
