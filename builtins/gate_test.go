@@ -361,3 +361,38 @@ func decisionReviewers(ev *ruleEvents) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// TestLockedRuleHolds locks the platform's mutating-capability gate and
+// has tenant acme replace it with a note: validate reports the weakening
+// at the note, and a run of acme compiled all the same still pauses at the
+// platform's gate (the runtime refuses the weakening too); an agent rule
+// that weakens it is refused by the compiler.
+func TestLockedRuleHolds(t *testing.T) {
+	src := strings.Replace(gateSrc, "    when: tool.mutating\n    do:\n      require_hitl:", "    when: tool.mutating\n    locked: true\n    do:\n      require_hitl:", 1)
+	src = strings.Replace(src, "do: {abort: {reason: 'acme does not allow ${tool.name}'}}", "do: {note: acme trusts its clerks}", 1)
+	c, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := dsl.Parse("gate.yaml", []byte(src))
+	proj, diags := c.Check(docs)
+	if len(diags) != 1 || diags[0].Code != dsl.CodeRuleLocked || diags[0].Pos.Line != 48 ||
+		!strings.Contains(diags[0].Message, "note is weaker than the locked rule's require_hitl") {
+		t.Fatalf("diagnostics:\n%s\nwant one %s at gate.yaml:48, naming the weaker note", diags.Error(), dsl.CodeRuleLocked)
+	}
+	g, cnt := gateRigOf(t, c, proj, "clerk", askToCreate)
+	e := engine(t)
+	e.Tenant = "acme"
+	res, err := e.Run(context.Background(), g, "t1", nil)
+	if err != nil || res.Status != runner.StatusInterrupted || res.Interrupt.Rule != "platform:hitl_on_mutating_capability" || cnt.calls() != 0 {
+		t.Fatalf("tenant acme: %v %+v, %d calls; want the locked gate to pause it", err, res, cnt.calls())
+	}
+
+	agentNote := strings.Replace(src, "rules:\n  - key: house:no_deletes", "rules:\n  - key: platform:hitl_on_mutating_capability\n    on: before_tool_call\n    do: {note: the clerk may create}\n  - key: house:no_deletes", 1)
+	docs, _ = dsl.Parse("gate.yaml", []byte(agentNote))
+	proj, _ = c.Check(docs)
+	_, err = c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"], Provider: builtins.ScriptedProviders(askToCreate)})
+	if err == nil || !strings.Contains(err.Error(), "weakens the locked rule of its key: note is weaker") {
+		t.Errorf("an agent rule weakening the locked gate compiled: %v", err)
+	}
+}

@@ -217,6 +217,13 @@ func agentRig(t *testing.T, agent string, script []dsl.Reply) (*runner.Graph, *c
 	t.Helper()
 	docs, diags := dsl.Parse("gate.yaml", []byte(gateSrc))
 	c, proj := checked(t, docs, diags)
+	return gateRigOf(t, c, proj, agent, script)
+}
+
+// gateRigOf compiles a checked project's loop for an agent with a counted
+// create_entity.
+func gateRigOf(t *testing.T, c *dsl.Checker, proj *dsl.Project, agent string, script []dsl.Reply) (*runner.Graph, *counter) {
+	t.Helper()
 	cnt := &counter{answers: map[string]any{}}
 	g, err := c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents[agent],
 		Provider: builtins.ScriptedProviders(script), Mocks: map[string]runner.Tool{"create_entity": cnt.tool(t, proj, "create_entity")}})

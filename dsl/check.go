@@ -86,6 +86,7 @@ func (c *Checker) Check(docs []*Document) (*Project, Diagnostics) {
 	}
 	k.checkKind(KindMCPServer, k.mcpServer) // first: its tools are referred to as any tool
 	k.checkKind(KindRuleSet, k.ruleSet)
+	k.lockedRules()
 	k.checkKind(KindPipeline, k.pipeline)
 	k.agentModels()
 	k.checkKind(KindTool, k.tool)

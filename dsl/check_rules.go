@@ -80,7 +80,8 @@ func (k *check) ruleSet(d *Document) {
 		if k.bad(r) {
 			continue // a rule with a schema error is not checked further
 		}
-		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r)}
+		rule := &Rule{Key: scalarValue(mapGet(r, "key")), On: scalarValue(mapGet(r, "on")), Pos: d.Pos(r),
+			Locked: scalarValue(mapGet(r, "locked")) == "true"}
 		if keys[rule.Key] {
 			k.diags.Errorf(d.Pos(mapGet(r, "key")), CodeRefDuplicate, "rule key %q is used twice in rule set %q", rule.Key, rs.Name)
 		}
@@ -92,7 +93,7 @@ func (k *check) ruleSet(d *Document) {
 			rule.When.Program = k.compile(d, w, lang, env, BoolType)
 		}
 		pairs(mapGet(r, "do"), func(key, v *yaml.Node) {
-			rule.Action = key.Value
+			rule.Action, rule.ActionPos = key.Value, d.Pos(key)
 			if !slices.Contains(actionsOn[rule.On], rule.Action) {
 				k.diags.Errorf(d.Pos(key), CodeRuleAction, "%s cannot be taken on %s", rule.Action, rule.On).Hint =
 					"on " + rule.On + " a rule can: " + strings.Join(actionsOn[rule.On], ", ")
@@ -102,6 +103,58 @@ func (k *check) ruleSet(d *Document) {
 		rs.Rules = append(rs.Rules, rule)
 	}
 	k.proj.RuleSets[rs.Name] = rs
+}
+
+// lockedRules reports each rule that would replace a locked rule of its
+// key with a weaker one: a rule set later in precedence (an agent's or a
+// skill's after the platform's, a tenant's after both) replaces a locked
+// rule only on the same trigger with an action at least as strong.
+func (k *check) lockedRules() {
+	names := slices.Sorted(maps.Keys(k.proj.RuleSets))
+	for _, n := range names {
+		rs := k.proj.RuleSets[n]
+		for _, locked := range rs.Rules {
+			if !locked.Locked {
+				continue
+			}
+			for _, m := range names {
+				other := k.proj.RuleSets[m]
+				if m == n || other.precedence() < rs.precedence() {
+					continue
+				}
+				for _, r := range other.Rules {
+					if why := r.weakens(locked); r.Key == locked.Key && why != "" {
+						k.diags.Errorf(r.ActionPos, CodeRuleLocked, "rule %s of rule set %s weakens the locked rule %s of rule set %s (%s): %s",
+							r.Key, m, locked.Key, n, locked.Pos, why).Hint =
+							"a locked rule is replaced only on its trigger by an action at least as strong: abort or deny, then require_hitl, then set or note"
+					}
+				}
+			}
+		}
+	}
+}
+
+// precedence orders rule sets by which replaces which: platform rule
+// sets first, then agents' and skills', then tenants'.
+func (rs *RuleSet) precedence() int {
+	switch {
+	case rs.Tenant != "":
+		return 2
+	case rs.Platform:
+		return 0
+	}
+	return 1
+}
+
+// weakens says how r, replacing the locked rule of its key, would weaken
+// it, or "" when it does not.
+func (r *Rule) weakens(locked *Rule) string {
+	return r.runtime().Weakens(locked.runtime())
+}
+
+// runtime is the rule's trigger and action as the runtime compares them.
+func (r *Rule) runtime() *runner.Rule {
+	return &runner.Rule{Key: r.Key, On: r.On, Action: runner.Action{Kind: r.Action}}
 }
 
 // ruleEnv is the environment of a trigger's rules over a declared state;

@@ -62,6 +62,7 @@ const (
 	// what a definition means beyond references
 	CodeNodeConfig  = "node.config"
 	CodeRuleAction  = "rule.action"
+	CodeRuleLocked  = "rule.locked"
 	CodeModelAgent  = "model.agent"
 	CodeBudgetLimit = "budget.repeats-limit"
 	CodeURL         = "url.invalid"
@@ -119,6 +120,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeGraphShadowedCatch, "an error kind an earlier on_error entry already catches (warning)"},
 	{CodeNodeConfig, "a node type's own check of its with:"},
 	{CodeRuleAction, "an action its trigger does not allow"},
+	{CodeRuleLocked, "a rule that weakens the locked rule of its key"},
 	{CodeModelAgent, "the agent's model called where no agent gives one"},
 	{CodeBudgetLimit, "an agent's budget max_steps or timeout that repeats its pipeline's limit (warning)"},
 	{CodeURL, "an http tool's url or a model's base_url refused"},

@@ -26,6 +26,12 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 			}
 			i := slices.IndexFunc(out, func(o *runner.Rule) bool { return o.Key == r.Key && o.Tenant == "" })
 			if i >= 0 && rs.Tenant == "" {
+				if out[i].Locked { // the lock stays with the key
+					if why := rule.Weakens(out[i]); why != "" {
+						return compileError(r.ActionPos, CodeRuleLocked, fmt.Errorf("rule %s weakens the locked rule of its key: %s", r.Key, why))
+					}
+					rule.Locked = true
+				}
 				out[i] = rule
 				continue
 			}
@@ -67,7 +73,7 @@ func (c *graphCompiler) rules(p *Pipeline, a *Agent) ([]*runner.Rule, error) {
 
 // compileRule turns a checked rule into the runtime's.
 func compileRule(r *Rule, scope, skill, tenant string) (*runner.Rule, error) {
-	rule := &runner.Rule{Key: r.Key, On: r.On, Scope: scope, Skill: skill, Tenant: tenant, Action: runner.Action{Kind: r.Action}}
+	rule := &runner.Rule{Key: r.Key, On: r.On, Scope: scope, Skill: skill, Tenant: tenant, Action: runner.Action{Kind: r.Action}, Locked: r.Locked}
 	if r.When != nil {
 		rule.When, rule.Guard = r.When.Program, guardOf(r.When)
 	}

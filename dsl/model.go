@@ -364,5 +364,9 @@ type Rule struct {
 	Text *Template
 	HITL *runner.HITL
 	Set  map[string]*Expression
-	Pos  Pos
+	// Locked: a rule of the same key may replace it only with one at
+	// least as strong (runner.Rule.Weakens).
+	Locked bool
+	// Pos is where the rule is; ActionPos its action's key.
+	Pos, ActionPos Pos
 }

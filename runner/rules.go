@@ -44,6 +44,34 @@ type Rule struct {
 	// capability): the rule is skipped, unevaluated, for other tools.
 	Guard  *Guard
 	Action Action
+	// Locked: a rule of the same key replaces this one only if it does
+	// not weaken it (see Weakens).
+	Locked bool
+}
+
+// Strength ranks an action: abort and deny, which keep a call from
+// running, above require_hitl, which has a human decide, above set and
+// note, which let it run.
+func Strength(action string) int {
+	switch action {
+	case ActAbort, ActDeny:
+		return 2
+	case ActRequireHITL:
+		return 1
+	}
+	return 0
+}
+
+// Weakens says how r, replacing the locked rule of its key, would weaken
+// it — another trigger, or a weaker action — or "" when it does not.
+func (r *Rule) Weakens(locked *Rule) string {
+	switch {
+	case r.On != locked.On:
+		return fmt.Sprintf("it fires on %s, the locked rule on %s", r.On, locked.On)
+	case Strength(r.Action.Kind) < Strength(locked.Action.Kind):
+		return fmt.Sprintf("%s is weaker than the locked rule's %s", r.Action.Kind, locked.Action.Kind)
+	}
+	return ""
 }
 
 // Guard pins a tool rule to tools whose Field ("name" or
@@ -273,17 +301,23 @@ func (r *Run) ruleVars(extra ...any) map[string]any {
 }
 
 // activeRules is g's rules by trigger for a tenant: a tenant's rules
-// replace the rules of the same key and other tenants' rules drop out.
+// replace the rules of the same key — unless that weakens a locked rule,
+// which then stands — and other tenants' rules drop out.
 func activeRules(g *Graph, tenant string) map[string][]*Rule {
-	mine := map[string]bool{}
+	mine := map[string]*Rule{}
 	for _, rule := range g.Rules {
 		if rule.Tenant != "" && rule.Tenant == tenant {
-			mine[rule.Key] = true
+			mine[rule.Key] = rule
+		}
+	}
+	for _, rule := range g.Rules {
+		if m := mine[rule.Key]; rule.Tenant == "" && m != nil && rule.Locked && m.Weakens(rule) != "" {
+			delete(mine, rule.Key)
 		}
 	}
 	out := map[string][]*Rule{}
 	for _, rule := range g.Rules {
-		if (rule.Tenant == "" && mine[rule.Key]) || (rule.Tenant != "" && rule.Tenant != tenant) {
+		if m := mine[rule.Key]; (rule.Tenant == "" && m != nil) || (rule.Tenant != "" && m != rule) {
 			continue
 		}
 		out[rule.On] = append(out[rule.On], rule)
