@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -394,5 +395,76 @@ func TestLockedRuleHolds(t *testing.T) {
 	_, err = c.Compile(proj, "loop", dsl.CompileOptions{Tool: builtins.Tool, Agent: proj.Agents["clerk"], Provider: builtins.ScriptedProviders(askToCreate)})
 	if err == nil || !strings.Contains(err.Error(), "weakens the locked rule of its key: note is weaker") {
 		t.Errorf("an agent rule weakening the locked gate compiled: %v", err)
+	}
+}
+
+// TestRequireGate proves gateSrc's tools gated, or finds the gaps: for
+// each agent and each tenant with rules of its own, a tool matching the
+// expression is covered by a before_tool_call require_hitl, deny or abort
+// whose condition the tool satisfies; a condition that also depends on the
+// call is a warning; skill rules and after_tool_call rules do not cover.
+func TestRequireGate(t *testing.T) {
+	cases := []struct {
+		name, expr string
+		edit       func(string) string
+		want       []string // severity, code, then the message's start
+	}{
+		{"the mutating tool is gated", "tool.mutating", nil, nil},
+		{"the destructive tool is denied", `"destructive" in tool.tags`, nil, nil},
+		{"lookups are gated after the call or by a skill only", `tool.name == "lookup"`, nil, []string{
+			"error gate.missing agent careful_clerk can call tool lookup (pipeline loop → node ask; pipeline loop → node act)",
+			"error gate.missing agent careful_clerk for tenant acme can call tool lookup",
+			"error gate.missing agent clerk can call tool lookup",
+			"error gate.missing agent clerk for tenant acme can call tool lookup",
+		}},
+		{"a tenant's note replaces the gate", "tool.mutating", func(s string) string {
+			return strings.Replace(s, "do: {abort: {reason: 'acme does not allow ${tool.name}'}}", "do: {note: acme trusts its clerks}", 1)
+		}, []string{
+			"error gate.missing agent careful_clerk for tenant acme can call tool create_entity",
+			"error gate.missing agent clerk for tenant acme can call tool create_entity",
+		}},
+		{"a gate that depends on the call", "tool.mutating", func(s string) string {
+			return strings.Replace(strings.Replace(s, "when: tool.mutating\n    do:\n      require_hitl", "when: tool.mutating && tool.args.name != \"test\"\n    do:\n      require_hitl", 1),
+				"when: tool.mutating\n    do: {abort", "when: tool.mutating && tool.args.name != \"test\"\n    do: {abort", 1)
+		}, []string{
+			"warning gate.conditional agent careful_clerk calls tool create_entity (pipeline loop → node ask; pipeline loop → node act) gated only when a condition on the call or the state holds: platform:hitl_on_mutating_capability",
+			"warning gate.conditional agent careful_clerk for tenant acme calls tool create_entity",
+			"warning gate.conditional agent clerk calls tool create_entity",
+			"warning gate.conditional agent clerk for tenant acme calls tool create_entity",
+		}},
+		{"a gate that never fires", "tool.mutating", func(s string) string {
+			return strings.Replace(s, "when: tool.mutating\n    do:\n      require_hitl", "when: tool.mutating && !(tool.capability_key in [\"create_entity\"])\n    do:\n      require_hitl", 1)
+		}, []string{
+			"error gate.missing agent careful_clerk can call tool create_entity",
+			"error gate.missing agent clerk can call tool create_entity",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := gateSrc
+			if tc.edit != nil {
+				src = tc.edit(src)
+			}
+			docs, diags := dsl.Parse("gate.yaml", []byte(src))
+			c, proj := checked(t, docs, diags)
+			got, err := c.RequireGate(proj, tc.expr, dsl.CompileOptions{Provider: builtins.ScriptedProviders(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("diagnostics:\n%s\nwant %d: %q", got.Error(), len(tc.want), tc.want)
+			}
+			for i, d := range got {
+				line := fmt.Sprintf("%s %s %s", d.Severity, d.Code, d.Message)
+				if !strings.HasPrefix(line, tc.want[i]) || d.Pos.File != "gate.yaml" {
+					t.Errorf("diagnostic %d: %s: %s\nwant %s, at gate.yaml", i, d.Pos, line, tc.want[i])
+				}
+			}
+		})
+	}
+	docs, diags := dsl.Parse("gate.yaml", []byte(gateSrc))
+	c, proj := checked(t, docs, diags)
+	if _, err := c.RequireGate(proj, "tool.mutatin", dsl.CompileOptions{Provider: builtins.ScriptedProviders(nil)}); err == nil || !strings.Contains(err.Error(), `did you mean "mutating"`) {
+		t.Errorf("a misspelt --require-gate: %v", err)
 	}
 }

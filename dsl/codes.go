@@ -69,6 +69,10 @@ const (
 	CodeMCPPin      = "mcp.pin"
 	CodeTestArgs    = "test.args"
 
+	// the gate proof: runner validate --require-gate
+	CodeGateMissing     = "gate.missing"
+	CodeGateConditional = "gate.conditional"
+
 	// compile: what Checker.Compile refuses
 	CodeCompileBuild = "compile.build"
 	CodeCompileModel = "compile.model"
@@ -121,6 +125,8 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeNodeConfig, "a node type's own check of its with:"},
 	{CodeRuleAction, "an action its trigger does not allow"},
 	{CodeRuleLocked, "a rule that weakens the locked rule of its key"},
+	{CodeGateMissing, "with --require-gate: a tool a path can call with no rule that requires a human or stops the call"},
+	{CodeGateConditional, "with --require-gate: a tool gated only when a condition on the call or the state holds (warning)"},
 	{CodeModelAgent, "the agent's model called where no agent gives one"},
 	{CodeBudgetLimit, "an agent's budget max_steps or timeout that repeats its pipeline's limit (warning)"},
 	{CodeURL, "an http tool's url or a model's base_url refused"},

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,6 +97,10 @@ type graphCompiler struct {
 	tools  map[string]*runner.ToolSpec
 	models map[string]*Model
 	defs   map[string]string
+	// at is the node being built ("pipeline p → node n"); uses, the nodes
+	// that call each tool.
+	at   string
+	uses map[string][]string
 }
 
 // Compile compiles the pipeline called name, with the pipelines it runs as
@@ -106,11 +111,18 @@ type graphCompiler struct {
 // holding one error, at the node or rule that needed it, with a code of
 // the compile phase.
 func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runner.Graph, error) {
+	g, _, err := c.compile(proj, name, opt)
+	return g, err
+}
+
+// compile is Compile, returning the compiler too: it knows which nodes
+// call which tools.
+func (c *Checker) compile(proj *Project, name string, opt CompileOptions) (*runner.Graph, *graphCompiler, error) {
 	cc := &graphCompiler{reg: c.reg, proj: proj, opt: opt, graphs: map[string]*runner.Graph{},
-		tools: map[string]*runner.ToolSpec{}, models: map[string]*Model{}, defs: map[string]string{}}
+		tools: map[string]*runner.ToolSpec{}, models: map[string]*Model{}, defs: map[string]string{}, uses: map[string][]string{}}
 	g, err := cc.graph(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b := proj.Pipelines[name].Budget
 	if a := opt.Agent; a != nil {
@@ -120,7 +132,7 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	g.Budget = b.Over(opt.Budget)
 	rules, err := cc.rules(proj.Pipelines[name], opt.Agent)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var agent *runner.AgentInfo
 	if a := opt.Agent; a != nil {
@@ -137,7 +149,7 @@ func (c *Checker) Compile(proj *Project, name string, opt CompileOptions) (*runn
 	if a := opt.Agent; a != nil && descriptionOf(a.Doc) != "" {
 		g.Description = descriptionOf(a.Doc)
 	}
-	return g, nil
+	return g, cc, nil
 }
 
 func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
@@ -181,6 +193,9 @@ func (c *graphCompiler) step(p *Pipeline, n *Node) (*runner.Step, error) {
 	if nt.Build == nil {
 		return nil, fmt.Errorf("node type %s cannot run", n.Type)
 	}
+	outer := c.at
+	c.at = "pipeline " + p.Name + " → node " + n.Name
+	defer func() { c.at = outer }()
 	node, err := nt.Build(n.Config, &Build{Project: c.proj, Pipeline: p, Node: n, Agent: c.opt.Agent, c: c})
 	if err != nil {
 		return nil, err
@@ -210,6 +225,9 @@ func compileRoutes(routes []*Route) []runner.Route {
 }
 
 func (c *graphCompiler) tool(name string) (*runner.ToolSpec, error) {
+	if !slices.Contains(c.uses[name], c.at) {
+		c.uses[name] = append(c.uses[name], c.at)
+	}
 	if t, ok := c.tools[name]; ok {
 		return t, nil
 	}

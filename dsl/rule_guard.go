@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"slices"
+	"strings"
 
 	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/operators"
@@ -24,15 +25,24 @@ func guardOf(c *Condition) *runner.Guard {
 
 // celGuard is the guard of a CEL condition's text (see guardOf).
 func celGuard(text string) *runner.Guard {
+	if e, ok := celTree(text); ok {
+		return guardIn(e)
+	}
+	return nil
+}
+
+// celTree is the syntax tree of a CEL condition's text; false when it
+// does not parse.
+func celTree(text string) (celast.Expr, bool) {
 	base, err := celBase()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	a, iss := base.Parse(text)
 	if iss.Err() != nil {
-		return nil
+		return nil, false
 	}
-	return guardIn(a.NativeRep().Expr())
+	return a.NativeRep().Expr(), true
 }
 
 func guardIn(e celast.Expr) *runner.Guard {
@@ -116,4 +126,164 @@ func stringLit(e celast.Expr) (string, bool) {
 	}
 	s, ok := e.AsLiteral().Value().(string)
 	return s, ok
+}
+
+// truth is what is known of a condition: it holds, it does not, or it
+// depends on what is not known.
+type truth int
+
+const (
+	unknown truth = iota
+	holds
+	fails
+)
+
+func truthOf(b bool) truth {
+	if b {
+		return holds
+	}
+	return fails
+}
+
+// holdsFor says whether a rule condition holds for a call of tool t,
+// knowing only the tool — its name, capability_key, mutating and tags —
+// and not the call's arguments, the state or the run: it holds (no
+// condition, or one the tool satisfies), it fails whatever they are, or
+// it depends on them (unknown). It reads the terms guardOf reads,
+// mutating and tags besides; other terms, and conditions not in CEL, are
+// unknown.
+func holdsFor(c runner.Condition, t *runner.ToolInfo) truth {
+	if c == nil {
+		return holds
+	}
+	if p, ok := c.(*Program); ok && p.Lang() == CEL {
+		if e, ok := celTree(p.Text()); ok {
+			return truthIn(e, t)
+		}
+	}
+	return unknown
+}
+
+// truthIn evaluates e as far as the tool t decides it.
+func truthIn(e celast.Expr, t *runner.ToolInfo) truth {
+	if v, ok := toolValue(e, t); ok {
+		if b, isBool := v.(bool); isBool {
+			return truthOf(b)
+		}
+		return unknown
+	}
+	if e.Kind() != celast.CallKind {
+		return unknown
+	}
+	call := e.AsCall()
+	args := call.Args()
+	switch call.FunctionName() {
+	case operators.LogicalNot:
+		switch truthIn(args[0], t) {
+		case holds:
+			return fails
+		case fails:
+			return holds
+		}
+		return unknown
+	case operators.LogicalAnd, operators.LogicalOr:
+		short, other := fails, holds // what settles an and, and what it needs from all
+		if call.FunctionName() == operators.LogicalOr {
+			short, other = holds, fails
+		}
+		out := other
+		for _, a := range args {
+			switch truthIn(a, t) {
+			case short:
+				return short
+			case unknown:
+				out = unknown
+			}
+		}
+		return out
+	}
+	return compared(call, t)
+}
+
+// compared evaluates a comparison of known values: ==, !=, in, and a
+// string's startsWith, endsWith and contains.
+func compared(call celast.CallExpr, t *runner.ToolInfo) truth {
+	args := call.Args()
+	var vals []any
+	if call.IsMemberFunction() {
+		args = append([]celast.Expr{call.Target()}, args...)
+	}
+	for _, a := range args {
+		v, ok := toolValue(a, t)
+		if !ok {
+			return unknown
+		}
+		vals = append(vals, v)
+	}
+	switch call.FunctionName() {
+	case operators.Equals, operators.NotEquals:
+		return truthOf((vals[0] == vals[1]) == (call.FunctionName() == operators.Equals))
+	case operators.In:
+		list, _ := vals[1].([]any)
+		return truthOf(slices.Contains(list, vals[0]))
+	}
+	s, ok1 := vals[0].(string)
+	arg, ok2 := vals[len(vals)-1].(string)
+	if len(vals) != 2 || !ok1 || !ok2 {
+		return unknown
+	}
+	switch call.FunctionName() {
+	case "startsWith":
+		return truthOf(strings.HasPrefix(s, arg))
+	case "endsWith":
+		return truthOf(strings.HasSuffix(s, arg))
+	case "contains":
+		return truthOf(strings.Contains(s, arg))
+	}
+	return unknown
+}
+
+// toolValue is e's value when the tool alone decides it: a literal (a
+// list of literals), or one of the tool's name, capability_key, mutating
+// and tags.
+func toolValue(e celast.Expr, t *runner.ToolInfo) (any, bool) {
+	switch e.Kind() {
+	case celast.LiteralKind:
+		switch v := e.AsLiteral().Value().(type) {
+		case string, bool:
+			return v, true
+		}
+	case celast.ListKind:
+		var out []any
+		for _, el := range e.AsList().Elements() {
+			v, ok := toolValue(el, t)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, v)
+		}
+		return out, true
+	case celast.SelectKind:
+		switch f := toolField(e); {
+		case f == "name":
+			return t.Name, true
+		case f == "capability_key":
+			return t.CapabilityKey, true
+		case isToolSelect(e, "mutating"):
+			return t.Mutating, true
+		case isToolSelect(e, "tags"):
+			tags := make([]any, len(t.Tags))
+			for i, tag := range t.Tags {
+				tags[i] = tag
+			}
+			return tags, true
+		}
+	}
+	return nil, false
+}
+
+// isToolSelect reports whether e is tool.<field>.
+func isToolSelect(e celast.Expr, field string) bool {
+	s := e.AsSelect()
+	return !s.IsTestOnly() && s.Operand().Kind() == celast.IdentKind && s.Operand().AsIdent() == "tool" && s.FieldName() == field
 }

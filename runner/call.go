@@ -57,7 +57,7 @@ type toolCall struct {
 // the call's own state updates may have changed it.
 func (r *Run) toolVars(c *toolCall, result *ToolExecution) map[string]any {
 	if c.vars == nil {
-		c.vars = r.ruleVars("tool", c.info.vars(), "skill", c.req.Skill)
+		c.vars = r.ruleVars("tool", c.info.Vars(), "skill", c.req.Skill)
 	} else {
 		c.vars["state"] = r.stateView()
 	}

@@ -21,7 +21,8 @@ type ToolInfo struct {
 	Skill string `json:"skill"`
 }
 
-func (t *ToolInfo) vars() map[string]any {
+// Vars is the call as rules see it: their tool.
+func (t *ToolInfo) Vars() map[string]any {
 	return map[string]any{"id": t.ID, "name": t.Name, "capability_key": t.CapabilityKey, "mutating": t.Mutating,
 		"tags": anyList(t.Tags), "args": t.Args, "skill": t.Skill}
 }

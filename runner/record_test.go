@@ -16,7 +16,7 @@ func TestRecordVars(t *testing.T) {
 		record any
 		vars   map[string]any
 	}{
-		{"ToolInfo", &ToolInfo{}, (&ToolInfo{}).vars()},
+		{"ToolInfo", &ToolInfo{}, (&ToolInfo{}).Vars()},
 		{"ToolExecution", &ToolExecution{}, (&ToolExecution{}).vars()},
 		{"ToolExecution.Value", &ToolExecution{}, (&ToolExecution{}).Value()},
 		{"LLMCall", &LLMCall{}, (&LLMCall{}).vars()},

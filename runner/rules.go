@@ -300,10 +300,11 @@ func (r *Run) ruleVars(extra ...any) map[string]any {
 	return vars
 }
 
-// activeRules is g's rules by trigger for a tenant: a tenant's rules
-// replace the rules of the same key — unless that weakens a locked rule,
-// which then stands — and other tenants' rules drop out.
-func activeRules(g *Graph, tenant string) map[string][]*Rule {
+// ActiveRules is g's rules by trigger as they apply to a tenant's runs:
+// the tenant's rules replace the rules of the same key — unless that
+// weakens a locked rule, which then stands — and other tenants' rules
+// drop out.
+func (g *Graph) ActiveRules(tenant string) map[string][]*Rule {
 	mine := map[string]*Rule{}
 	for _, rule := range g.Rules {
 		if rule.Tenant != "" && rule.Tenant == tenant {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 )
 
@@ -17,11 +18,20 @@ func newValidate() *cobra.Command {
 		Long: `Validate checks every document under PATH (default: the project's paths)
 and prints every problem as file:line:col: severity: message.
 
+With --require-gate EXPR (a CEL condition over tool, e.g. 'tool.mutating'),
+valid definitions are also proven gated: for every agent, and every tenant
+whose rule sets override its rules, each tool matching EXPR that a node can
+call must be covered by a before_tool_call rule that requires a human or
+stops the call (require_hitl, deny, abort). An uncovered tool is an error at
+its definition, naming the nodes that call it; one gated only when a
+condition on the call or the state holds is a warning.
+
 Exit status: 0 valid, 1 invalid, 2 usage or I/O error.`,
 		RunE: runValidate,
 	}
 	cmd.Flags().String("format", dsl.FormatText, "output format: text, json or github")
 	cmd.Flags().Bool("strict", false, "fail on warnings too")
+	cmd.Flags().String("require-gate", "", "prove every tool matching this CEL condition over tool gated, for every agent and tenant")
 	return cmd
 }
 
@@ -36,9 +46,16 @@ func runValidate(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, _, docs, diags, err := loadProject(paths)
+	checker, proj, docs, diags, err := loadProject(paths)
 	if err != nil {
 		return usageErr(err)
+	}
+	if expr, _ := cmd.Flags().GetString("require-gate"); expr != "" && !diags.HasErrors(false) {
+		gaps, err := checker.RequireGate(proj, expr, dsl.CompileOptions{Provider: builtins.ScriptedProviders(nil)})
+		if err != nil {
+			return usageErr(err)
+		}
+		diags = append(diags, gaps...).Sorted()
 	}
 	if err := dsl.WriteReport(cmd.OutOrStdout(), diags, format, sources(docs)); err != nil {
 		return usageErr(err)
