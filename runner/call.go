@@ -50,6 +50,7 @@ type toolCall struct {
 	vars  map[string]any // what its rules see, built once, when a rule needs it
 	entry *callEntry     // its journal entry, when it has one
 	deny  *DeniedError
+	seq   int // a model call's place among the node's (see modelID)
 }
 
 // toolVars is what the call's rules see: the run's variables, tool and
@@ -128,6 +129,9 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	if id == "" {
 		id = fmt.Sprintf("%s.%d.%d", r.in.Node, r.step, req.Seq+i)
 	}
+	if r.keeps(s.Mutating) {
+		id = r.unique(id)
+	}
 	c := &toolCall{req: req, info: ToolInfo{ID: id, Name: s.Name, CapabilityKey: s.Capability, Mutating: s.Mutating,
 		Tags: s.Tags, Args: req.Args, Skill: req.Skill}}
 	if c.entry = r.journaled(id); c.entry != nil {
@@ -192,7 +196,7 @@ func (r *Run) callOne(ctx context.Context, c *toolCall) (ToolOutcome, error) {
 			"status": o.Exec.Status, "duration_ms": o.Exec.ExecutionTimeMS})
 	}
 	o, err := r.after(c, o)
-	if err != nil {
+	if err != nil || (e == nil && !r.keeps(c.info.Mutating)) {
 		return o, err
 	}
 	return r.record(c, o, e != nil || c.info.Mutating) // durably: a crash from here on does not run it again
@@ -316,8 +320,7 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	}
 	rec := &LLMCall{Node: r.in.Node, Model: req.Model, Phase: req.Phase, Call: int64(r.Usage().LLMCalls + 1),
 		Method: req.Method, Attempt: int64(req.Attempt)}
-	c.vars = r.ruleVars("llm", rec.vars())
-	if err := r.approveLLM(c, req.Skills); err != nil {
+	if err := r.approveLLM(c, rec, req.Skills); err != nil {
 		return nil, nil, err
 	}
 	kind := "llm"
@@ -355,25 +358,66 @@ func (r *Run) CallLLM(ctx context.Context, req *LLMRequest) (*ChatResponse, *LLM
 	if err != nil {
 		return nil, nil, err
 	}
-	e := callEntry{ID: c.info.ID, Tool: c.info.Name, Args: c.info.Args, Model: &modelCall{Rec: rec, Reply: resp}}
-	if c.entry != nil {
-		e = *c.entry
+	if r.gated {
+		e := callEntry{ID: r.modelID(c, req.Model), Tool: c.info.Name}
+		if c.entry != nil {
+			e = *c.entry
+		}
 		e.Model = &modelCall{Rec: rec, Reply: resp}
+		r.journal(&e)
 	}
-	r.journal(&e)
 	return resp, rec, nil
 }
 
-// modelCall is a model call on its way through the call path: its id is
-// the node's, the step's and its place among the node's model calls, so
-// a node that runs again finds its calls in the journal.
+// modelCall is a model call on its way through the call path. Where a
+// gate can pause the step, its id names the node, the step and its place
+// among the node's model calls, so a node that runs again finds the call
+// in the journal (made only when the journal holds calls, or the call
+// must be journaled).
 func (r *Run) modelCall(req *LLMRequest) *toolCall {
+	c := &toolCall{}
+	if !r.gated {
+		return c
+	}
 	r.mu.Lock()
-	r.llmSeq++
-	id := fmt.Sprintf("llm.%s.%d.%d", r.in.Node, r.step, r.llmSeq)
+	r.models++
+	c.seq = r.models
+	lookup := len(r.calls) > 0
 	r.mu.Unlock()
-	return &toolCall{info: ToolInfo{ID: id, Name: "llm:" + req.Model, Args: map[string]any{"model": req.Model, "phase": req.Phase}},
-		entry: r.journaled(id)}
+	if lookup {
+		c.entry = r.journaled(r.modelID(c, req.Model))
+	}
+	return c
+}
+
+// modelID names a model call of model, as the journal does: its id is
+// "llm.<node>.<step>", "#<n>" added for the node's n-th model call from
+// the second on; its name "llm:<model>".
+func (r *Run) modelID(c *toolCall, model string) string {
+	if c.info.ID == "" {
+		c.info.ID, c.info.Name = fmt.Sprintf("llm.%s.%d", r.in.Node, r.step), "llm:"+model
+		if c.seq > 1 {
+			c.info.ID += fmt.Sprintf("#%d", c.seq)
+		}
+	}
+	return c.info.ID
+}
+
+// unique makes a call id unique among those the node's attempt asked
+// for: the n-th ask of one id gets "<id>#n" (n ≥ 2), in the order the
+// node asks — a node that calls one tool twice makes two calls, and a
+// node that runs again finds each in the journal.
+func (r *Run) unique(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.asked == nil {
+		r.asked = map[string]int{}
+	}
+	r.asked[id]++
+	if n := r.asked[id]; n > 1 {
+		return fmt.Sprintf("%s#%d", id, n)
+	}
+	return id
 }
 
 // modelReply is the journaled outcome of a model call that was made.
@@ -387,15 +431,24 @@ func (e *callEntry) modelReply() *modelCall {
 // approveLLM fires the before_llm_call rules of a model call the journal
 // has not seen and settles its gate: approved, the call goes on; rejected,
 // the node fails; unanswered, the thread pauses.
-func (r *Run) approveLLM(c *toolCall, skills []string) error {
+func (r *Run) approveLLM(c *toolCall, rec *LLMCall, skills []string) error {
+	vars := func() map[string]any {
+		if c.vars == nil {
+			c.vars = r.ruleVars("llm", rec.vars())
+		}
+		return c.vars
+	}
 	if c.entry == nil {
-		gate, err := r.fireLLM(BeforeLLMCall, skills, func() map[string]any { return c.vars })
+		gate, err := r.fireLLM(BeforeLLMCall, skills, vars)
 		if gate == nil || err != nil {
 			return err
 		}
+		c.info.Args = map[string]any{"model": rec.Model, "phase": rec.Phase}
+		r.modelID(c, rec.Model)
 		r.hold(c, gate, &callEntry{Model: &modelCall{}})
 	}
 	if c.entry.Decision == nil {
+		vars() // what the reviewer reads is rendered with them
 		if err := r.settle([]*toolCall{c}); err != nil {
 			return err
 		}

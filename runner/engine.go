@@ -166,7 +166,7 @@ func (r *Run) nextTurn(ctx context.Context, fresh State, input map[string]any) (
 		return nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}
 	r.id, r.step, r.turn, r.tenant = last.ID, last.Step, last.Step, meta.Tenant
-	r.rules = r.Graph.ActiveRules(r.tenant)
+	r.obey(r.Graph.ActiveRules(r.tenant))
 	if r.ownsMeter {
 		r.meter.restore(meta)
 	}
@@ -273,7 +273,8 @@ func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *met
 }
 
 func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {
-	r := &Run{Thread: thread, Graph: g, engine: e, clock: e.clock(), meter: e.meter, tenant: tenant, rules: g.ActiveRules(tenant)}
+	r := &Run{Thread: thread, Graph: g, engine: e, clock: e.clock(), meter: e.meter, tenant: tenant}
+	r.obey(g.ActiveRules(tenant))
 	if g.Agent != nil {
 		r.agent = g.Agent.vars()
 	}

@@ -11,9 +11,10 @@ import (
 
 // The approval gate and the step's journal. A require_hitl rule pauses
 // the thread before a call runs (before_tool_call, before_llm_call) or
-// before its result is acted on (after_tool_call). Every call a step
-// makes is journaled as it ends — its result and its state updates — and
-// every checkpoint written inside the step carries the journal: the
+// before its result is acted on (after_tool_call). Where a gate can pause
+// a step, every call the step makes is journaled as it ends — its result
+// and its state updates — and, where none can, every mutating call; every
+// checkpoint written inside the step carries the journal: the
 // frozen call, the reviewer's verdict once given, the call's result once
 // it ran. A node that runs again — resumed, or after a crash — finds its
 // calls there, so no call is made twice, no rule fires twice on one, an
@@ -21,6 +22,21 @@ import (
 // resume in a new process behaves as a warm one. Gated and mutating calls
 // are journaled durably at once; the others with the next checkpoint
 // (the pause's, at the latest).
+
+// obey makes rules, by trigger, the rules the run fires.
+func (r *Run) obey(rules map[string][]*Rule) {
+	r.rules, r.gated = rules, false
+	for _, on := range rules {
+		for _, rule := range on {
+			r.gated = r.gated || rule.Action.Kind == ActRequireHITL
+		}
+	}
+}
+
+// keeps reports whether the journal keeps a call: every call when a gate
+// may pause the step — the calls made before it must not be made again —
+// and else a mutating one.
+func (r *Run) keeps(mutating bool) bool { return r.gated || mutating }
 
 // callEntry is one call in the step's journal.
 type callEntry struct {

@@ -55,9 +55,10 @@ type Run struct {
 	pauseBefore, pauseAfter []string
 	skipBefore              string
 
-	// Rules: the graph's, active for the tenant, by trigger; the agent as
-	// rules see it.
+	// Rules: the graph's, active for the tenant, by trigger; gated: one of
+	// them requires a human; the agent as rules see it.
 	rules map[string][]*Rule
+	gated bool
 	agent map[string]any
 	// mu guards what calls of one step share: the state updates of calls
 	// and rules, the journal of the step's calls, the verdict of a resumed
@@ -67,8 +68,9 @@ type Run struct {
 	calls        map[string]*callEntry
 	awaiting     []string // the calls the resumed gate decides
 	verdictTaken bool
-	midStep      bool // the step resumed with a journal: it had begun
-	llmSeq       int  // the model calls the node's attempt has asked for
+	midStep      bool           // the step resumed with a journal: it had begun
+	asked        map[string]int // the call ids the node's attempt asked for (see unique)
+	models       int            // the model calls it asked for
 }
 
 // Emit sends an event about node, if the engine has a sink.
@@ -236,7 +238,8 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 	*state = merged
 	r.step++
 	r.path = append(r.path, cur)
-	r.calls, r.awaiting, r.midStep = nil, nil, false // the step is done: its journal with it
+	clear(r.calls) // the step is done: its journal with it
+	r.awaiting, r.midStep = nil, false
 	rec := cpRecord{node: cur, next: next, status: StatusRunning, writes: upd, sideWrites: sideUpd, state: merged, step: true}
 	if next == End {
 		rec.status, rec.last = StatusCompleted, true
@@ -261,7 +264,8 @@ func (r *Run) step1(ctx context.Context, state *State, cur string, resume *deliv
 func (r *Run) runNode(ctx context.Context, s *Step, in *Input) (Update, error) {
 	attempts := max(1, s.Retry.MaxAttempts)
 	for a := 1; ; a++ {
-		r.llmSeq = 0
+		clear(r.asked)
+		r.models = 0
 		upd, err := attempt(ctx, s, in)
 		err = r.Graph.Redact.Error(err)
 		if err != nil && !isA[*Interrupt](err) && !errors.Is(err, ErrInvalidResume) {
