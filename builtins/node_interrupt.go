@@ -73,6 +73,8 @@ func buildInterrupt(cfg any, _ *dsl.Build) (runner.Node, error) {
 	return &interruptNode{cfg: c, schema: s}, nil
 }
 
+var _ runner.ResumeChecker = (*interruptNode)(nil)
+
 // interruptNode pauses on its first run and, resumed, writes the value.
 type interruptNode struct {
 	cfg    *InterruptConfig
@@ -87,11 +89,7 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 		}
 		return nil, n.interrupt(in)
 	}
-	var check func(any) error
-	if n.schema != nil {
-		check = n.schema.Check
-	}
-	if err := in.Run.Resolve(in.Resume, check); err != nil {
+	if err := in.Run.Resolve(in.Resume); err != nil {
 		return nil, err
 	}
 	v := in.Resume
@@ -104,6 +102,14 @@ func (n *interruptNode) Run(_ context.Context, in *runner.Input) (runner.Update,
 		}
 	}
 	return runner.Update{n.cfg.Into.Name: v}, nil
+}
+
+// CheckResume checks a resume value against the node's resume_schema.
+func (n *interruptNode) CheckResume(value any) error {
+	if n.schema == nil {
+		return nil
+	}
+	return n.schema.Check(value)
 }
 
 func (n *interruptNode) interrupt(in *runner.Input) error {

@@ -140,7 +140,7 @@ func (c *Checker) compile(proj *Project, name string, opt CompileOptions) (*runn
 	}
 	red := runner.NewRedactor(cc.secrets()...)
 	for _, sub := range cc.graphs { // subgraphs obey the same rules and keep the same secrets
-		sub.Rules, sub.Agent, sub.Redact = rules, agent, red
+		sub.Rules, sub.Agent, sub.Redact, sub.Tools = rules, agent, red, cc.tools
 	}
 	g.Defs = cc.defs
 	g.Hash = hashDefs(cc.defs)

@@ -195,11 +195,14 @@ func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry) {
 	c.entry = r.journal(e)
 }
 
-// gateRule returns the require_hitl rule called key (a gate with default
-// settings when the definitions no longer have it).
-func (r *Run) gateRule(key string) *Rule {
-	for _, rules := range r.rules {
-		for _, rule := range rules {
+// gateRule returns the require_hitl rule called key.
+func (r *Run) gateRule(key string) *Rule { return ruleByKey(r.rules, key) }
+
+// ruleByKey returns, of rules by trigger, the require_hitl rule called key
+// (a gate with default settings when the definitions no longer have it).
+func ruleByKey(rules map[string][]*Rule, key string) *Rule {
+	for _, on := range rules {
+		for _, rule := range on {
 			if rule.Key == key && rule.Action.HITL != nil {
 				return rule
 			}
@@ -246,16 +249,20 @@ func (r *Run) settle(calls []*toolCall) error {
 	return Permanent(r.saveJournal())
 }
 
-// Resolve is the decide path of a node that paused with no rule (an
-// interrupt node): the value it was resumed with must satisfy check, its
-// resume_schema, when set, or it is refused as a gate's verdict is —
-// nothing changes, the error wraps ErrInvalidResume and ErrInput. A value
-// taken is announced by a decision event, as a gate's verdict is.
-func (r *Run) Resolve(value any, check func(any) error) error {
-	if check != nil {
-		if err := check(value); err != nil {
-			return InvalidResume(fmt.Errorf("the value does not satisfy the resume_schema of node %s: %w", r.in.Node, err))
-		}
+// ResumeChecker is a node that pauses with no rule and checks the value
+// it is resumed with (an interrupt node, against its resume_schema).
+type ResumeChecker interface {
+	CheckResume(value any) error
+}
+
+// Resolve is the decide path of a node that paused with no rule: the
+// value it was resumed with must pass the node's check (ResumeChecker),
+// or it is refused as a gate's verdict is — nothing changes, the error
+// wraps ErrInvalidResume and ErrInput. A value taken is announced by a
+// decision event, as a gate's verdict is.
+func (r *Run) Resolve(value any) error {
+	if err := checkValue(r.Graph.Nodes[r.in.Node], value); err != nil {
+		return err
 	}
 	m, _ := value.(map[string]any)
 	reviewer, _ := m["reviewer"].(string)
@@ -263,16 +270,68 @@ func (r *Run) Resolve(value any, check func(any) error) error {
 	return nil
 }
 
+// checkValue is a node's check of the value it is resumed with.
+func checkValue(s *Step, value any) error {
+	rc, ok := s.Node.(ResumeChecker)
+	if !ok {
+		return nil
+	}
+	if err := rc.CheckResume(value); err != nil {
+		return InvalidResume(fmt.Errorf("the value does not satisfy node %s: %w", s.Name, err))
+	}
+	return nil
+}
+
+// CheckResume tells, before a resume starts, whether a thread of g that
+// stands at ts would take value: a gate's verdict read by decide — forms,
+// keys, resume_schemas, each decision against its call, edited arguments
+// against the tool — or a node's value by its check. It changes nothing;
+// a refusal wraps ErrInvalidResume and ErrInput, as the resume's own
+// would. A thread paused where the resume decides more (a budget, a child
+// thread, a static pause) passes: the resume itself says.
+func CheckResume(g *Graph, ts *ThreadState, value any) error {
+	intr, s := ts.Interrupt, g.Nodes[ts.Next]
+	if intr == nil || s == nil || len(intr.Pending) > 0 || intr.static() || intr.Kind == KindBudget || intr.Node != s.Name {
+		return nil
+	}
+	value = NormalizeJSON(value)
+	if intr.Rule == "" {
+		return checkValue(s, value)
+	}
+	rules := g.ActiveRules(ts.Tenant)
+	var held []heldCall
+	trigger, _ := intr.Payload["trigger"].(string)
+	actions, _ := intr.Payload["action_requests"].([]any)
+	for _, a := range actions {
+		req, _ := a.(map[string]any)
+		h := heldCall{trigger: or(trigger, BeforeToolCall)}
+		h.id, _ = req["id"].(string)
+		h.tool, _ = req["name"].(string)
+		h.rule, _ = req["rule"].(string)
+		h.rule = or(h.rule, intr.Rule)
+		h.hitl, h.checkArgs = ruleByKey(rules, h.rule).Action.HITL, argsChecker(g.Tools[h.tool])
+		held = append(held, h)
+	}
+	_, err := decide(value, held)
+	return err
+}
+
 // held is a gated call as decide checks a decision on it.
 func (r *Run) held(c *toolCall) heldCall {
 	rule := r.gateRule(c.entry.Rule)
-	h := heldCall{id: c.info.ID, tool: c.info.Name, rule: rule.Key, trigger: c.entry.trigger(), hitl: rule.Action.HITL}
-	if c.req.Spec != nil {
-		if ac, ok := c.req.Spec.Tool.(ArgsChecker); ok {
-			h.checkArgs = ac.CheckArgs
-		}
+	return heldCall{id: c.info.ID, tool: c.info.Name, rule: rule.Key, trigger: c.entry.trigger(), hitl: rule.Action.HITL,
+		checkArgs: argsChecker(c.req.Spec)}
+}
+
+// argsChecker is a tool's check of its arguments; nil when it has none.
+func argsChecker(spec *ToolSpec) func(map[string]any) error {
+	if spec == nil {
+		return nil
 	}
-	return h
+	if ac, ok := spec.Tool.(ArgsChecker); ok {
+		return ac.CheckArgs
+	}
+	return nil
 }
 
 // expire gives every expired, unanswered gate its on_expire decision; it
@@ -356,13 +415,13 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, first.Rule)
 		}
 		msg = desc
-		actions = append(actions, map[string]any{"name": c.info.Name, "args": c.info.Args, "description": desc, "id": c.info.ID})
+		actions = append(actions, map[string]any{"name": c.info.Name, "args": c.info.Args, "description": desc, "id": c.info.ID, "rule": c.entry.Rule})
 		configs = append(configs, map[string]any{"action_name": c.info.Name, "allowed_decisions": anyList(decisions)})
 		callIDs = append(callIDs, c.info.ID)
 	}
 	after := first.trigger() == AfterToolCall
 	payload := map[string]any{"action_requests": actions, "review_configs": configs, "rule": first.Rule,
-		"checkpoint_type": h.CheckpointType, "calls": callIDs, "after_call": after}
+		"checkpoint_type": h.CheckpointType, "calls": callIDs, "after_call": after, "trigger": first.trigger()}
 	if e := first.Expires; e != nil {
 		payload["expires_at"] = stamp(*e)
 	}

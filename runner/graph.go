@@ -82,6 +82,9 @@ type Graph struct {
 	// Redact hides the secrets of the graph's tools and models from
 	// everything its runs keep and show (see Redactor); nil: none.
 	Redact *Redactor
+	// Tools are the tools its nodes can call, by name: CheckResume checks
+	// a reviewer's edited arguments against them.
+	Tools map[string]*ToolSpec
 }
 
 // Field is a declared state field.

@@ -306,7 +306,7 @@ func (p verdictParser) keys(m map[string]any, where string, known []string) (map
 			if hint := meant(k, known); hint != "" {
 				msg += fmt.Sprintf(": did you mean %q?", hint)
 			}
-			return nil, fmt.Errorf("%s; its keys are %s (declare others in the rule's resume_schema)", msg, strings.Join(known, ", "))
+			return nil, fmt.Errorf("%s. Its keys are %s; declare others in the rule's resume_schema", msg, strings.Join(known, ", "))
 		}
 	}
 	return extra, nil

@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -115,4 +116,46 @@ func sortedKeys(m map[string]any) string {
 	}
 	slices.Sort(keys)
 	return fmt.Sprint(keys)
+}
+
+// TestApprovalRefused: a verdict the gate refuses — not a decision, a key
+// it does not know, an edit of another tool or with arguments the tool
+// refuses — is a 422 naming what to fix, before any run starts: the thread
+// still waits on the same interrupt, no run is left, and an approval then
+// runs create_entity once.
+func TestApprovalRefused(t *testing.T) {
+	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}))
+	e.call("POST", "/threads", map[string]any{"thread_id": "conv"}, 200)
+	e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}}}, 200)
+	before := e.call("GET", "/threads/conv/state", nil, 200)
+	runs := len(e.list("GET", "/threads/conv/runs", nil))
+	edit := func(name string, args map[string]any) map[string]any {
+		return map[string]any{"decisions": []any{map[string]any{"type": "edit", "edited_action": map[string]any{"name": name, "args": args}}}}
+	}
+	for _, c := range []struct {
+		resume any
+		want   string
+	}{
+		{map[string]any{"approved": "yes"}, "approved is true or false"},
+		{map[string]any{"approved": false, "comment": "wrong lease"}, `did you mean "message"?`},
+		{edit("delete_entity", map[string]any{"name": "Mitchell Ranch 3H"}), "the edit names tool delete_entity, but the gated call is create_entity"},
+		{edit("create_entity", map[string]any{"name": "M"}), "invalid arguments"},
+	} {
+		p := e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37", "command": map[string]any{"resume": c.resume}}, 422)
+		if detail, _ := p["detail"].(string); !strings.Contains(detail, c.want) {
+			t.Errorf("resume %v: detail %q, want it to say %q", c.resume, detail, c.want)
+		}
+	}
+	after := e.call("GET", "/threads/conv/state", nil, 200)
+	if fmt.Sprint(after["tasks"], after["checkpoint"]) != fmt.Sprint(before["tasks"], before["checkpoint"]) {
+		t.Errorf("refused verdicts changed the thread: %v, was %v", after, before)
+	}
+	if n := len(e.list("GET", "/threads/conv/runs", nil)); n != runs {
+		t.Errorf("%d runs after the refusals, want %d", n, runs)
+	}
+	out := e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37", "command": map[string]any{"resume": map[string]any{"approved": true}}}, 200)
+	if rec := createRecord(out); rec == nil || rec["status"] != "SUCCESS" {
+		t.Errorf("approved after the refusals: %v", out)
+	}
 }

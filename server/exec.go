@@ -57,6 +57,9 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 	if err == nil && mode == modeRun { // a new turn's input must fit: a 422 before it starts
 		_, err = g.Admit(q.input)
 	}
+	if err == nil && mode == modeResume { // so must a verdict: a refused one is a 422, and the run is not made
+		err = runner.CheckResume(g, ts, q.resume)
+	}
 	return p, err
 }
 

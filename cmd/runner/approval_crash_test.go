@@ -620,3 +620,32 @@ func (g *approvalRig) approvalCheckpoints(t *testing.T, script, thread string) i
 	}
 	return strings.Count(res.stdout, `"event":"checkpoint"`)
 }
+
+// TestRefusedVerdict: `exec --resume` with a verdict the gate refuses
+// exits 2, says what to fix and changes nothing; an approval then runs
+// the call once.
+func TestRefusedVerdict(t *testing.T) {
+	g := newApprovalRig(t)
+	script := g.script(t, []string{"Alpha"})
+	if res := g.exec(t, script, "--thread", "refused"); res.code != exitPaused {
+		t.Fatalf("run: exit %d, want %d (paused)\n%s", res.code, exitPaused, res.stderr)
+	}
+	hist := g.output(t, "threads", "history", "refused")
+	for _, c := range []struct{ value, want string }{
+		{`{"approved": false, "comment": "wrong lease"}`, `did you mean "message"?`},
+		{`{"decisions": [{"type": "edit", "edited_action": {"name": "lookup_entity", "args": {"name": "Beta"}}}]}`,
+			"the edit names tool lookup_entity, but the gated call is create_entity"},
+	} {
+		res := g.exec(t, script, "--resume", "refused", "--value", c.value)
+		if res.code != 2 || !strings.Contains(res.stderr, c.want) {
+			t.Errorf("resume with %s: exit %d, want 2 saying %q\n%s", c.value, res.code, c.want, res.stderr)
+		}
+	}
+	if after := g.output(t, "threads", "history", "refused"); after != hist {
+		t.Errorf("refused verdicts changed the thread's history:\n%s\nwant:\n%s", after, hist)
+	}
+	if res := g.exec(t, script, "--resume", "refused", "--value", `{"approved": true}`); res.code != exitCompleted {
+		t.Fatalf("approval: exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	g.checkCounts(t, "approved", "refused", map[string]int{"c1": 1}, map[string]int{"c1": 1})
+}
