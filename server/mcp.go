@@ -26,7 +26,7 @@ import (
 
 // The assistants as Model Context Protocol tools: runner serve mounts
 // them at /mcp over streamable HTTP, behind the API's keys (a session
-// stays with the tenant that opened it); runner mcp serve speaks stdio
+// stays with the principal that opened it); runner mcp serve speaks stdio
 // (ServeMCP). Each assistant is one tool, its input schema the
 // pipeline's input and its result the declared output. A call runs on a
 // thread of its own, or continues the one its thread_id names. A run
@@ -47,17 +47,17 @@ type mcpState struct {
 	Interrupts []string `json:"interrupts"`
 }
 
-// mcpEndpoint serves /mcp: one MCP server per tenant. A client of
+// mcpEndpoint serves /mcp: one MCP server per principal. A client of
 // protocol 2026-07-28 or later is served without sessions (each request
 // on its own, a paused run's questions returned as input requests); an
-// older one in sessions that carry the tenant in their signed ids (the
+// older one in sessions that carry the principal in their signed ids (the
 // server asks it questions on its session).
 type mcpEndpoint struct {
 	s         *Server
 	sessions  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
 	mu        sync.Mutex
-	servers   map[string]*mcp.Server // tenant → its server
+	servers   map[string]*mcp.Server // principal (principalID) → its server
 }
 
 // mcpSessionless is the first protocol version served without sessions.
@@ -80,51 +80,57 @@ func (s *Server) mcpHandler() http.Handler {
 	return e
 }
 
-// ServeHTTP lets a request on a session through only for the tenant that
-// opened it: another tenant's finds no such session.
+// ServeHTTP lets a request on a session through only for the principal
+// that opened it: another finds no such session.
 func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Mcp-Protocol-Version") >= mcpSessionless {
 		e.stateless.ServeHTTP(w, r)
 		return
 	}
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !e.s.mcpSessionOf(id, principal(r.Context()).Tenant) {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" && !e.s.mcpSessionOf(id, principalID(principal(r.Context()))) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
 	e.sessions.ServeHTTP(w, r)
 }
 
-// server returns the tenant's MCP server.
+// server returns the MCP server of the request's principal.
 func (e *mcpEndpoint) server(ctx context.Context) *mcp.Server {
-	tenant := principal(ctx).Tenant
+	p := principal(ctx)
+	who := principalID(p)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	srv := e.servers[tenant]
+	srv := e.servers[who]
 	if srv == nil {
-		srv = e.s.mcpServer(context.WithoutCancel(ctx), func() string { return e.s.mcpSessionID(tenant) })
-		e.servers[tenant] = srv
+		srv = e.s.mcpServer(p, func() string { return e.s.mcpSessionID(who) })
+		e.servers[who] = srv
 	}
 	return srv
+}
+
+// principalID names a principal: its tenant, name and roles.
+func principalID(p access.Principal) string {
+	data, _ := json.Marshal(p)
+	return string(data)
 }
 
 // ServeMCP serves the assistants as MCP tools over t (stdio, for runner
 // mcp serve) for the local principal of the default tenant, until ctx
 // ends or the client hangs up.
 func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport) error {
-	return s.mcpServer(access.NewContext(ctx, access.Local()), nil).Run(ctx, t)
+	return s.mcpServer(access.Local(), nil).Run(ctx, t)
 }
 
-// mcpServer returns an MCP server whose tools are the assistants, run for
-// the tenant of the caller whose principal ctx carries (a tenant's server
-// serves all its principals); sessionID names its sessions.
-func (s *Server) mcpServer(caller context.Context, sessionID func() string) *mcp.Server {
+// mcpServer returns an MCP server whose tools are the assistants, run as
+// principal p; sessionID names its sessions.
+func (s *Server) mcpServer(p access.Principal, sessionID func() string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "runner", Version: s.cfg.Version}, &mcp.ServerOptions{GetSessionID: sessionID,
 		Instructions: "Each tool runs one of runner's agents. Pass the thread_id a result names to continue its conversation. " +
 			"A run that needs a person's approval asks for it; the approved action runs once."})
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.Graphs)) {
 		g := s.cfg.Graphs[name]
 		srv.AddTool(assistantTool(name, g), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return s.callAssistant(access.NewContext(ctx, access.Principal{Tenant: principal(caller).Tenant}), name, req)
+			return s.callAssistant(access.NewContext(ctx, p), name, req)
 		})
 	}
 	return srv
@@ -452,19 +458,20 @@ func (s *Server) mcpVerify(token, tenant string) (*mcpState, error) {
 	return &st, nil
 }
 
-// mcpSessionID is a new session id for tenant: random, and signed with it.
-func (s *Server) mcpSessionID(tenant string) string {
+// mcpSessionID is a new session id for the principal who: random, and
+// signed with who.
+func (s *Server) mcpSessionID(who string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	return id + "." + hex.EncodeToString(s.mac("session", tenant+"|"+id))
+	return id + "." + hex.EncodeToString(s.mac("session", who+"|"+id))
 }
 
-// mcpSessionOf reports whether session id was made for tenant.
-func (s *Server) mcpSessionOf(id, tenant string) bool {
+// mcpSessionOf reports whether session id was made for the principal who.
+func (s *Server) mcpSessionOf(id, who string) bool {
 	rnd, sig, _ := strings.Cut(id, ".")
 	got, err := hex.DecodeString(sig)
-	return err == nil && hmac.Equal(got, s.mac("session", tenant+"|"+rnd))
+	return err == nil && hmac.Equal(got, s.mac("session", who+"|"+rnd))
 }
 
 // mac is the HMAC-SHA256 of a purpose and data under the server's key.
