@@ -53,9 +53,9 @@ type liveTool struct {
 // mcpClientInfo is who runner says it is to MCP servers.
 var mcpClientInfo = &mcp.Implementation{Name: "runner", Version: "1"}
 
-// connectWait bounds how long connecting to a server may take when the
-// call has no deadline of its own; endWait, how long a failed call waits
-// to learn whether the session ended with it.
+// connectWait bounds how long connecting to a server may take; endWait,
+// how long a failed call waits to learn whether the session ended with
+// it.
 const (
 	connectWait = time.Minute
 	endWait     = 2 * time.Second
@@ -76,11 +76,11 @@ func (c *mcpClient) connect(ctx context.Context) (*mcpSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, connectWait)
-		defer cancel()
-	}
+	// Starting the server may take longer than a call may (npx fetches
+	// it first): connectWait bounds it, not the call's timeout; a run
+	// that is cancelled stops it.
+	ctx, cancel := connectContext(ctx)
+	defer cancel()
 	client := mcp.NewClient(mcpClientInfo, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		c.mu.Lock()
 		s.tools = nil // listed again, and pins checked, at the next call
@@ -95,6 +95,18 @@ func (c *mcpClient) connect(ctx context.Context) (*mcpSession, error) {
 	c.cur = s
 	go c.watch(s)
 	return s, nil
+}
+
+// connectContext is the context of connecting for a call's ctx: bounded
+// by connectWait, and cancelled with ctx unless ctx merely timed out.
+func connectContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectWait)
+	stop := context.AfterFunc(ctx, func() {
+		if !runner.TimedOut(ctx) {
+			cancel()
+		}
+	})
+	return cctx, func() { stop(); cancel() }
 }
 
 // watch forgets a session once it has ended, and keeps why.

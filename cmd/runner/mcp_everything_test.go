@@ -141,3 +141,29 @@ func everythingHTTP(t *testing.T, main string) string {
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
+
+// TestMCPFilesystem: Elyra's project_files, the reference filesystem
+// server, as shipped but for where its program is (the suite's copy, not
+// npx's): its pin matches the server, and read_project_file reads a file
+// of the directory runner runs in.
+func TestMCPFilesystem(t *testing.T) {
+	suite := mcpSuite(t)
+	src, err := os.ReadFile("../../pipelines/elyra/tools.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	main := filepath.Join(suite, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	local := strings.Replace(string(src), "command: npx\nargs: [-y, \"@modelcontextprotocol/server-filesystem@2026.8.31\", \".\"]",
+		"command: node\nargs: ["+main+", \".\"]", 1)
+	if local == string(src) {
+		t.Fatal("project_files no longer runs the server with npx as this test expects")
+	}
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "tools.yaml"), local)
+	write(t, filepath.Join(dir, "runner.yaml"), "paths: [tools.yaml]\n")
+	code, out, errOut := runCLI(t, "mcp", "call", "project_files", "read_text_file", "--args", `{"path": "mcp_test.go", "head": 1}`,
+		"--config", filepath.Join(dir, "runner.yaml"))
+	if code != 0 || !strings.Contains(out, `"content": "package main"`) {
+		t.Errorf("read_project_file: exit %d\n%s%s", code, out, errOut)
+	}
+}
