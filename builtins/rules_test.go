@@ -589,8 +589,10 @@ func pendingExpiry(t *testing.T, e *runner.Engine) string {
 func TestShippedMutatingToolsAreGated(t *testing.T) {
 	docs, diags := dsl.Load("../pipelines", "../agents", "../rules")
 	c, proj := checked(t, docs, diags)
+	box := &builtins.Toolbox{} // the shipped Elyra reads project files over MCP
+	defer box.Close()
 	for _, a := range proj.Agents {
-		g, err := c.Compile(proj, a.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Agent: a, Provider: builtins.ScriptedProviders(nil)})
+		g, err := c.Compile(proj, a.Pipeline, dsl.CompileOptions{Tool: box.Tool, Agent: a, Provider: builtins.ScriptedProviders(nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
