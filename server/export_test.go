@@ -1,13 +1,14 @@
 package server
 
 // RoutePatterns lists the pattern of every route the router knows: the
-// public ones and those behind a key (for the isolation walk).
+// open ones and those behind a key (for the isolation walk).
 func (s *Server) RoutePatterns() (public, api []string) {
-	for _, rt := range s.publicRoutes() {
-		public = append(public, rt.pattern)
-	}
-	for _, rt := range s.apiRoutes() {
-		api = append(api, rt.pattern)
+	for _, ep := range s.table {
+		if ep.open {
+			public = append(public, ep.pattern)
+		} else {
+			api = append(api, ep.pattern)
+		}
 	}
 	return public, api
 }

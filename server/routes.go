@@ -1,96 +1,148 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+)
 
-// route is one endpoint of the router: a pattern of http.ServeMux and its
-// handler.
-type route struct {
-	pattern string
-	handler http.HandlerFunc
+// endpoint is one route of the API: the method and path it serves, what
+// it does, the Go types of its JSON request body and answer (nil: none,
+// or no fixed shape), whether it answers with an event stream, whether it
+// needs no key (open), and its handler. The router and GET /openapi.json
+// are both made from the endpoints.
+type endpoint struct {
+	pattern, summary string
+	body, reply      reflect.Type
+	stream, open     bool
+	handle           func(http.ResponseWriter, *http.Request) error
 }
 
-// publicRoutes need no key: health, readiness, info and, unless it has a
-// listener of its own, metrics.
-func (s *Server) publicRoutes() []route {
-	rs := []route{{"GET /ok", s.ok}, {"GET /healthz", s.ok}, {"GET /readyz", s.ready}, {"GET /info", s.info}}
+// route is the endpoint's method and path; a pattern of every method (an
+// MCP session's) is described as its POST.
+func (ep endpoint) route() (method, path string) {
+	if method, path, ok := strings.Cut(ep.pattern, " "); ok {
+		return method, path
+	}
+	return http.MethodPost, ep.pattern
+}
+
+// status is the status of the endpoint's answer when it succeeds.
+func (ep endpoint) status() string {
+	if strings.HasPrefix(ep.pattern, http.MethodDelete) {
+		return "204"
+	}
+	return "200"
+}
+
+// handler serves the endpoint, writing the error it returns as a problem.
+func (ep endpoint) handler() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := ep.handle(w, r); err != nil {
+			writeProblem(w, err)
+		}
+	}
+}
+
+// plain is h as an endpoint's handler.
+func plain(h http.HandlerFunc) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h(w, r)
+		return nil
+	}
+}
+
+// endpoints is the API's route table. Every route that names a thread, a
+// run, a stream or a conversation authorises through Server.thread; the
+// isolation test walks them all.
+func (s *Server) endpoints() []endpoint {
+	var (
+		object     = reflect.TypeFor[map[string]any]()
+		objects    = reflect.TypeFor[[]map[string]any]()
+		run        = reflect.TypeFor[runRequest]()
+		one        = reflect.TypeFor[assistant]()
+		many       = reflect.TypeFor[[]assistant]()
+		query      = reflect.TypeFor[assistantQuery]()
+		assistants = reflect.TypeFor[assistantBody]()
+	)
+	eps := []endpoint{
+		{pattern: "POST /assistants", summary: "Create an assistant from a graph, with config, context and metadata", body: assistants, reply: one, handle: s.createAssistant},
+		{pattern: "POST /assistants/search", summary: "Search the assistants by graph, name and metadata", body: query, reply: many, handle: s.searchAssistants},
+		{pattern: "POST /assistants/count", summary: "Count the assistants a search selects", body: query, reply: reflect.TypeFor[int](), handle: s.countAssistants},
+		{pattern: "GET /assistants/{id}", summary: "Get an assistant at its current version", reply: one, handle: s.getAssistant},
+		{pattern: "PATCH /assistants/{id}", summary: "Write a new version of an assistant and make it current", body: assistants, reply: one, handle: s.patchAssistant},
+		{pattern: "DELETE /assistants/{id}", summary: "Delete an assistant with its versions", handle: s.deleteAssistant},
+		{pattern: "POST /assistants/{id}/latest", summary: "Make a version of an assistant its current one", body: reflect.TypeFor[struct {
+			Version int `json:"version"`
+		}](), reply: one, handle: s.setLatest},
+		{pattern: "POST /assistants/{id}/versions", summary: "List an assistant's versions, newest first", body: query, reply: many, handle: s.listVersions},
+		{pattern: "GET /assistants/{id}/graph", summary: "Draw an assistant's graph as nodes and edges", reply: object, handle: s.getAssistantGraph},
+		{pattern: "GET /assistants/{id}/schemas", summary: "An assistant's state fields", reply: object, handle: s.getAssistantSchemas},
+
+		{pattern: "POST /threads", summary: "Create a thread", body: object, reply: object, handle: s.createThread},
+		{pattern: "POST /threads/search", summary: "Search the threads by status, metadata and values", body: object, reply: objects, handle: s.searchThreads},
+		{pattern: "GET /threads/{thread}", summary: "Get a thread with its values and interrupts", reply: object, handle: s.getThread},
+		{pattern: "PATCH /threads/{thread}", summary: "Merge metadata into a thread's", body: object, reply: object, handle: s.patchThread},
+		{pattern: "DELETE /threads/{thread}", summary: "Delete a thread with its runs and checkpoints", handle: s.deleteThread},
+		{pattern: "GET /threads/{thread}/state", summary: "A thread's state at its newest checkpoint", reply: object, handle: s.getState},
+		{pattern: "GET /threads/{thread}/state/{checkpoint}", summary: "A thread's state at a checkpoint", reply: object, handle: s.getState},
+		{pattern: "POST /threads/{thread}/state", summary: "Write values to a thread as a node would", body: object, reply: object, handle: s.updateState},
+		{pattern: "POST /threads/{thread}/history", summary: "A thread's states, newest first", body: object, reply: objects, handle: s.history},
+		{pattern: "GET /threads/{thread}/stream", summary: "Stream the events of a thread's runs", stream: true, handle: s.threadStream},
+
+		{pattern: "POST /threads/{thread}/runs", summary: "Start a run in the background", body: run, reply: object, handle: s.createBackgroundRun},
+		{pattern: "POST /threads/{thread}/runs/stream", summary: "Start a run and stream its events", body: run, stream: true, handle: s.createStreamRun},
+		{pattern: "POST /threads/{thread}/runs/wait", summary: "Start a run and answer with its final values", body: run, reply: object, handle: s.createWaitRun},
+		{pattern: "POST /runs/stream", summary: "Start a run on a thread of its own and stream its events", body: run, stream: true, handle: s.createStreamRun},
+		{pattern: "POST /runs/wait", summary: "Start a run on a thread of its own and answer with its final values", body: run, reply: object, handle: s.createWaitRun},
+		{pattern: "GET /threads/{thread}/runs", summary: "List a thread's runs", reply: objects, handle: s.listRuns},
+		{pattern: "GET /threads/{thread}/runs/{run}", summary: "Get a run", reply: object, handle: s.getRun},
+		{pattern: "DELETE /threads/{thread}/runs/{run}", summary: "Delete a run that has ended", handle: s.deleteRun},
+		{pattern: "GET /threads/{thread}/runs/{run}/join", summary: "Wait for a run and answer with its final values", reply: object, handle: s.joinRun},
+		{pattern: "GET /threads/{thread}/runs/{run}/stream", summary: "Rejoin a run's stream", stream: true, handle: s.joinStream},
+		{pattern: "POST /threads/{thread}/runs/{run}/cancel", summary: "Cancel a run (action interrupt or rollback)", handle: s.cancelRun},
+		{pattern: "POST /execute", summary: "Run an agent on a conversation (seed 000's endpoint)", body: reflect.TypeFor[executeRequest](), reply: object, handle: s.executeAgent},
+		{pattern: "GET /conversations/{id}/stream", summary: "Stream a conversation's executions", stream: true, handle: s.conversationStream},
+		{pattern: "POST /tests/run", summary: "Run the project's Test documents", body: object, reply: object, handle: s.runTests},
+		{pattern: "/mcp", summary: "The agents as MCP tools (streamable HTTP: POST, GET, DELETE)", handle: plain(s.mcpHandler().ServeHTTP)},
+
+		{pattern: "GET /ok", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
+		{pattern: "GET /healthz", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
+		{pattern: "GET /readyz", summary: "Whether the server takes runs", reply: object, open: true, handle: plain(s.ready)},
+		{pattern: "GET /info", summary: "The server's version and what it serves", reply: object, open: true, handle: plain(s.info)},
+		{pattern: "GET /openapi.json", summary: "This description of the API", reply: object, open: true, handle: s.serveOpenAPI},
+	}
 	if !s.cfg.OwnMetricsListener {
-		rs = append(rs, route{"GET /metrics", s.metrics.handler().ServeHTTP})
+		eps = append(eps, endpoint{pattern: "GET /metrics", summary: "Metrics in the Prometheus text format", open: true, handle: plain(s.metrics.handler().ServeHTTP)})
 	}
-	return rs
+	return eps
 }
 
-// apiRoutes are the endpoints that need a key, each answering its error
-// as a problem. Every one that names a thread, a run, a stream or a
-// conversation authorises through Server.thread; the isolation test walks
-// them all.
-func (s *Server) apiRoutes() []route {
-	api := func(pattern string, h func(http.ResponseWriter, *http.Request) error) route {
-		return route{pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
-				writeProblem(w, err)
-			}
-		}}
-	}
-	return []route{
-		api("POST /assistants", s.createAssistant),
-		api("POST /assistants/search", s.searchAssistants),
-		api("POST /assistants/count", s.countAssistants),
-		api("GET /assistants/{id}", s.getAssistant),
-		api("PATCH /assistants/{id}", s.patchAssistant),
-		api("DELETE /assistants/{id}", s.deleteAssistant),
-		api("POST /assistants/{id}/latest", s.setLatest),
-		api("POST /assistants/{id}/versions", s.listVersions),
-		api("GET /assistants/{id}/graph", s.getAssistantGraph),
-		api("GET /assistants/{id}/schemas", s.getAssistantSchemas),
-
-		api("POST /threads", s.createThread),
-		api("POST /threads/search", s.searchThreads),
-		api("GET /threads/{thread}", s.getThread),
-		api("PATCH /threads/{thread}", s.patchThread),
-		api("DELETE /threads/{thread}", s.deleteThread),
-		api("GET /threads/{thread}/state", s.getState),
-		api("GET /threads/{thread}/state/{checkpoint}", s.getState),
-		api("POST /threads/{thread}/state", s.updateState),
-		api("POST /threads/{thread}/history", s.history),
-		api("GET /threads/{thread}/stream", s.threadStream),
-
-		api("POST /threads/{thread}/runs", s.createBackgroundRun),
-		api("POST /threads/{thread}/runs/stream", s.createStreamRun),
-		api("POST /threads/{thread}/runs/wait", s.createWaitRun),
-		api("POST /runs/stream", s.createStreamRun),
-		api("POST /runs/wait", s.createWaitRun),
-		api("GET /threads/{thread}/runs", s.listRuns),
-		api("GET /threads/{thread}/runs/{run}", s.getRun),
-		api("DELETE /threads/{thread}/runs/{run}", s.deleteRun),
-		api("GET /threads/{thread}/runs/{run}/join", s.joinRun),
-		api("GET /threads/{thread}/runs/{run}/stream", s.joinStream),
-		api("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun),
-		api("POST /execute", s.executeAgent),
-		api("GET /conversations/{id}/stream", s.conversationStream),
-		api("POST /tests/run", s.runTests),
-		{"/mcp", s.mcpHandler().ServeHTTP},
-	}
-}
-
-// routes is the router: the public routes, then the API's behind its key,
-// its body limit, and a 404 problem for what is no route.
+// routes is the router, made from the route table: the open routes,
+// then the API's behind its key, its body limit, and a 404 problem for
+// what is no route.
 func (s *Server) routes() *http.ServeMux {
-	api := http.NewServeMux()
-	for _, rt := range s.apiRoutes() {
-		api.HandleFunc(rt.pattern, rt.handler)
+	api, mux := http.NewServeMux(), http.NewServeMux()
+	for _, ep := range s.table {
+		if ep.open {
+			mux.Handle(ep.pattern, ep.handler())
+		} else {
+			api.Handle(ep.pattern, ep.handler())
+		}
 	}
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
-
-	mux := http.NewServeMux()
-	for _, rt := range s.publicRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handler)
-	}
 	mux.Handle("/", s.authenticate(s.limitStreams(s.limitBody(api))))
 	outer := http.NewServeMux()
 	outer.Handle("/", s.bound(s.logRequests(s.cors(mux))))
 	return outer
+}
+
+// serves reports whether the route table has pattern.
+func (s *Server) serves(pattern string) bool {
+	return slices.ContainsFunc(s.table, func(ep endpoint) bool { return ep.pattern == pattern })
 }
 
 // ok is LangGraph's health check.
@@ -115,8 +167,11 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
-// info describes the server as LangGraph's /info does.
+// info describes the server as LangGraph's /info does, its flags saying
+// which of the API's groups the route table serves.
 func (s *Server) info(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"version": s.cfg.Version, "runtime": "runner",
-		"flags": map[string]bool{"assistants": true, "crons": false, "langsmith": false}})
+		"flags": map[string]bool{"assistants": s.serves("POST /assistants"), "crons": s.serves("POST /runs/crons"),
+			"store": s.serves("PUT /store/items"), "a2a": s.serves("POST /a2a/{assistant_id}"), "mcp": s.serves("/mcp"),
+			"langsmith": false}})
 }

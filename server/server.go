@@ -97,6 +97,7 @@ type Server struct {
 	names      map[string]string // assistant id → graph name
 	started    time.Time
 	mux        *http.ServeMux
+	table      []endpoint // the API's routes (endpoints)
 
 	ctx    context.Context // runs' context, cancelled by Shutdown
 	cancel context.CancelFunc
@@ -181,6 +182,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go s.sweep()
 	go s.retainAll()
+	s.table = s.endpoints()
 	s.mux = s.routes()
 	return s, nil
 }
