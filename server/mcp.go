@@ -66,13 +66,8 @@ const mcpSessionless = "2026-07-28"
 // mcpSessionTimeout is how long an idle /mcp session lives.
 const mcpSessionTimeout = time.Hour
 
-// mcpHandler serves /mcp, unless Config.MCP leaves it off.
+// mcpHandler serves /mcp (the route table has it when Config.MCP is set).
 func (s *Server) mcpHandler() http.Handler {
-	if !s.cfg.MCP {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s: MCP is not enabled (mcp: {enabled: true} in runner.yaml)", r.Method, r.URL.Path))
-		})
-	}
 	e := &mcpEndpoint{s: s, servers: map[string]*mcp.Server{}}
 	server := func(r *http.Request) *mcp.Server { return e.server(r.Context()) }
 	e.sessions = mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{SessionTimeout: mcpSessionTimeout, Logger: s.cfg.Log})

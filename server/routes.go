@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
 )
 
 // endpoint is one route of the API: the method and path it serves, what
@@ -104,14 +106,18 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "POST /threads/{thread}/runs/{run}/cancel", summary: "Cancel a run (action interrupt or rollback)", handle: s.cancelRun},
 		{pattern: "POST /execute", summary: "Run an agent on a conversation (seed 000's endpoint)", body: reflect.TypeFor[executeRequest](), reply: object, handle: s.executeAgent},
 		{pattern: "GET /conversations/{id}/stream", summary: "Stream a conversation's executions", stream: true, handle: s.conversationStream},
+		{pattern: "POST /a2a/{assistant_id}", summary: "An assistant over A2A: JSON-RPC message/send, message/stream, tasks/get", body: reflect.TypeFor[rpcRequest](), reply: object, handle: s.a2aRPC},
+		{pattern: "GET /.well-known/agent-card.json", summary: "The A2A agent card of the assistant_id query parameter's assistant", reply: reflect.TypeFor[a2a.AgentCard](), handle: s.agentCard},
 		{pattern: "POST /tests/run", summary: "Run the project's Test documents", body: object, reply: object, handle: s.runTests},
-		{pattern: "/mcp", summary: "The agents as MCP tools (streamable HTTP: POST, GET, DELETE)", handle: plain(s.mcpHandler().ServeHTTP)},
 
 		{pattern: "GET /ok", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
 		{pattern: "GET /healthz", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
 		{pattern: "GET /readyz", summary: "Whether the server takes runs", reply: object, open: true, handle: plain(s.ready)},
 		{pattern: "GET /info", summary: "The server's version and what it serves", reply: object, open: true, handle: plain(s.info)},
 		{pattern: "GET /openapi.json", summary: "This description of the API", reply: object, open: true, handle: s.serveOpenAPI},
+	}
+	if s.cfg.MCP {
+		eps = append(eps, endpoint{pattern: "/mcp", summary: "The agents as MCP tools (streamable HTTP: POST, GET, DELETE)", handle: plain(s.mcpHandler().ServeHTTP)})
 	}
 	if !s.cfg.OwnMetricsListener {
 		eps = append(eps, endpoint{pattern: "GET /metrics", summary: "Metrics in the Prometheus text format", open: true, handle: plain(s.metrics.handler().ServeHTTP)})

@@ -1,7 +1,9 @@
 // Package server serves runner's graphs over HTTP with the LangGraph Agent
-// Server API: assistants (one per graph), threads, runs streamed over
-// server-sent events, human-in-the-loop resume, API keys per principal,
-// each tenant's threads in an id space of its own (runner/access). It
+// Server API: assistants (one per graph, and those clients create, with
+// config and versions), threads, runs streamed over server-sent events,
+// human-in-the-loop resume, API keys per principal, each tenant's threads
+// in an id space of its own (runner/access), each assistant over A2A, and
+// the API's OpenAPI description. It
 // calls only what runner.Engine and the store expose, and runs the
 // project's Test documents with the Test harness (builtins/testrun); the
 // caller compiles the graphs.

@@ -10,8 +10,9 @@ import (
 
 // TestLangGraphSDK drives a started `runner serve` with the stock
 // LangGraph JS SDK, unchanged, in both pinned major versions, and its
-// React useStream hook as agent-chat-ui uses it (server/sdktest: `npm ci`
-// there installs them; .ci/run does), and the Python SDK where Python can
+// React useStream hook as agent-chat-ui uses it, and the official A2A JS
+// SDK's client (server/sdktest: `npm ci` there installs them; .ci/run
+// does), and the Python SDK where Python can
 // import it (PyPI, where it comes from, is out of CI's reach). The
 // scripted model's first reply is slow, so a run is still going when the
 // suite tries a second run on its thread or cancels it; the heartbeat is
@@ -34,7 +35,7 @@ func TestLangGraphSDK(t *testing.T) {
 	}
 	_, base := startServe(t, bin, slowScript(t), "sk-sdk", "--heartbeat", "100ms") // keep-alive bytes on every run longer than that
 	for _, run := range []struct{ name, script, sdk string }{
-		{"sdk1", "compat.mjs", "sdk1"}, {"sdk2", "compat.mjs", "sdk2"}, {"useStream", "ui.mjs", "sdk2"},
+		{"sdk1", "compat.mjs", "sdk1"}, {"sdk2", "compat.mjs", "sdk2"}, {"useStream", "ui.mjs", "sdk2"}, {"a2a", "a2a.mjs", ""},
 	} {
 		t.Run(run.name, func(t *testing.T) {
 			node := exec.Command("node", run.script)
