@@ -321,14 +321,18 @@ type assistantQuery struct {
 	Offset   int            `json:"offset"`
 }
 
-// matching lists the tenant's assistants q selects: those it created,
-// newest first, then the YAML-defined ones by name.
-func (s *Server) matching(ctx context.Context, q assistantQuery) ([]assistant, error) {
+// matching lists the tenant's assistants the request's query selects:
+// those it created, newest first, then the YAML-defined ones by name.
+func (s *Server) matching(r *http.Request) ([]assistant, assistantQuery, error) {
+	var q assistantQuery
+	if err := decodeBody(r, &q); err != nil {
+		return nil, q, err
+	}
 	var all []assistant
 	if s.assistants != nil {
-		stored, err := s.assistants.Assistants(ctx, principal(ctx).Tenant)
+		stored, err := s.assistants.Assistants(r.Context(), principal(r.Context()).Tenant)
 		if err != nil {
-			return nil, err
+			return nil, q, err
 		}
 		for i := range stored {
 			all = append(all, storedJSON(&stored[i]))
@@ -339,17 +343,13 @@ func (s *Server) matching(ctx context.Context, q assistantQuery) ([]assistant, e
 	}
 	return slices.DeleteFunc(all, func(a assistant) bool {
 		return q.GraphID != "" && q.GraphID != a.GraphID || !strings.Contains(a.Name, q.Name) || !subset(q.Metadata, a.Metadata)
-	}), nil
+	}), q, nil
 }
 
 // searchAssistants lists the assistants the query selects, a page of
 // them.
 func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error {
-	var q assistantQuery
-	if err := decodeBody(r, &q); err != nil {
-		return err
-	}
-	out, err := s.matching(r.Context(), q)
+	out, q, err := s.matching(r)
 	if err != nil {
 		return err
 	}
@@ -359,11 +359,7 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) error 
 
 // countAssistants counts the assistants the query selects.
 func (s *Server) countAssistants(w http.ResponseWriter, r *http.Request) error {
-	var q assistantQuery
-	if err := decodeBody(r, &q); err != nil {
-		return err
-	}
-	out, err := s.matching(r.Context(), q)
+	out, _, err := s.matching(r)
 	if err != nil {
 		return err
 	}
