@@ -20,6 +20,7 @@ type memory struct {
 	memRuns
 	memAssistants
 	memApprovals
+	memItems
 	leases map[string]Lease
 }
 
@@ -39,10 +40,10 @@ func (t *memThread) summary(id string) Thread {
 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
-// It is a RunStore, an AssistantStore and an ApprovalStore too.
+// It is a RunStore, an AssistantStore, an ApprovalStore and an ItemStore too.
 func NewMemory() Store {
 	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns(),
-		memApprovals: memApprovals{approvals: map[string]*Approval{}}}
+		memApprovals: memApprovals{approvals: map[string]*Approval{}}, memItems: newMemItems()}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {

@@ -22,3 +22,7 @@ func TestMemoryAssistantStore(t *testing.T) {
 func TestMemoryApprovals(t *testing.T) {
 	storetest.RunApprovalStore(t, func(*testing.T) store.Store { return store.NewMemory() })
 }
+
+func TestMemoryItemStore(t *testing.T) {
+	storetest.RunItemStore(t, func(*testing.T) store.ItemStore { return store.NewMemory().(store.ItemStore) })
+}

@@ -306,6 +306,12 @@ func TestApprovalStoreConformance(t *testing.T) {
 	storetest.RunApprovalStore(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
 }
 
+func TestItemStoreConformance(t *testing.T) {
+	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
+		return newTestDB(t).open(t).(store.ItemStore)
+	})
+}
+
 // TestRunStoreTerminatedConnections ends the store's backends between
 // appends and run changes: each call goes through on a new connection,
 // and the run's events stay numbered 1..n, none lost or doubled.

@@ -35,6 +35,8 @@ import (
 // (owners.go).
 //
 // Version 7: the approvals gates wait for (approvals.go).
+//
+// Version 8: the long-term memory store's items (items.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -76,7 +78,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -143,6 +143,12 @@ func TestApprovalStoreConformance(t *testing.T) {
 	})
 }
 
+func TestItemStoreConformance(t *testing.T) {
+	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.ItemStore)
+	})
+}
+
 // TestSQLiteMigrateV1 opens a file of schema version 1 holding a
 // checkpoint: it is migrated (to a rowid checkpoints table since version
 // 4), keeps the checkpoint and the thread's summary, refuses a repeated

@@ -1,0 +1,194 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// sqliteItemsSchema creates version 14's items: the long-term memory
+// store's items (store.ItemStore), keyed by tenant, namespace (its
+// store.NamespaceKey, so a prefix is a range of keys) and key;
+// items_updated gives a namespace's items newest first, items_expiry the
+// items a sweep removes.
+const sqliteItemsSchema = `
+CREATE TABLE items (
+	tenant     TEXT    NOT NULL,
+	ns         TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	value      BLOB    NOT NULL,
+	created_at INTEGER NOT NULL, -- Unix nanoseconds
+	updated_at INTEGER NOT NULL,
+	ttl        INTEGER NOT NULL, -- nanoseconds, 0: never expires
+	expires_at INTEGER NOT NULL, -- Unix nanoseconds, 0: never
+	PRIMARY KEY (tenant, ns, key)
+) WITHOUT ROWID;
+CREATE INDEX items_updated ON items (tenant, ns, updated_at DESC);
+CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at > 0;
+`
+
+const itemColumns = `ns, key, value, created_at, updated_at, ttl, expires_at`
+
+// The item store's statements; ?4 is now, in Unix nanoseconds: an item
+// expired then is not read.
+const (
+	// sqlitePutItem writes an item, keeping the creation time of the
+	// one it replaces unless that one had expired.
+	sqlitePutItem = `INSERT OR ROLLBACK INTO items (tenant, ns, key, value, created_at, updated_at, ttl, expires_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)
+		ON CONFLICT (tenant, ns, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+			ttl = excluded.ttl, expires_at = excluded.expires_at,
+			created_at = CASE WHEN items.expires_at > 0 AND items.expires_at <= excluded.updated_at
+				THEN excluded.created_at ELSE items.created_at END`
+	sqliteDeleteItem = `DELETE FROM items WHERE tenant = ?1 AND ns = ?2 AND key = ?3`
+	sqliteLive       = `(expires_at = 0 OR expires_at > ?4)`
+	sqliteItem       = `SELECT ` + itemColumns + ` FROM items WHERE tenant = ?1 AND ns = ?2 AND key = ?3 AND ` + sqliteLive
+	// sqliteRefresh extends the TTL of the items of tenant ?1 whose
+	// [ns, key] pairs are the JSON array ?3, from ?2.
+	sqliteRefresh = `UPDATE OR ROLLBACK items SET expires_at = ?2 + ttl WHERE tenant = ?1 AND ttl > 0
+		AND (ns, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))`
+	sqliteSweepItems = `DELETE FROM items WHERE expires_at > 0 AND expires_at <= ?1`
+)
+
+// sqliteUnder is the condition of the namespaces under a prefix: from
+// ?2, below ?3 unless the prefix is empty (then ?3 is "" and not used,
+// so the planner sees a plain range).
+func sqliteUnder(end string) string {
+	if end == "" {
+		return `tenant = ?1 AND ns >= ?2`
+	}
+	return `tenant = ?1 AND ns >= ?2 AND ns < ?3`
+}
+
+func (s *sqliteStore) PutItem(ctx context.Context, tenant string, it *store.Item) error {
+	if err := store.CheckItem(it, time.Now()); err != nil {
+		return err
+	}
+	_, err := s.commitPut(ctx, &putReq{query: sqlitePutItem, args: []any{tenant, store.NamespaceKey(it.Namespace), it.Key,
+		[]byte(it.Value), it.UpdatedAt.UnixNano(), int64(it.TTL), it.ExpiresNano()}})
+	if err != nil {
+		return fmt.Errorf("store: put item %q: %w", it.Key, err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) Item(ctx context.Context, tenant string, ns []string, key string, refresh bool) (*store.Item, error) {
+	now := time.Now()
+	it, err := store.ScanItem(s.r.QueryRowContext(ctx, sqliteItem, tenant, store.NamespaceKey(ns), key, now.UnixNano()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ItemNotFound(ns, key)
+	} else if err != nil {
+		return nil, fmt.Errorf("store: item %q: %w", key, err)
+	}
+	if refresh {
+		items := []store.Item{*it}
+		if err := s.refresh(ctx, tenant, now, items); err != nil {
+			return nil, err
+		}
+		it = &items[0]
+	}
+	return it, nil
+}
+
+func (s *sqliteStore) DeleteItem(ctx context.Context, tenant string, ns []string, key string) error {
+	if _, err := s.commitPut(ctx, &putReq{query: sqliteDeleteItem, args: []any{tenant, store.NamespaceKey(ns), key}}); err != nil {
+		return fmt.Errorf("store: delete item %q: %w", key, err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) SearchItems(ctx context.Context, tenant string, q store.ItemQuery) ([]store.Item, error) {
+	if err := store.CheckItemQuery(&q); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	from := store.NamespaceKey(q.Prefix)
+	end := store.PrefixEnd(from)
+	query := `SELECT ` + itemColumns + ` FROM items WHERE ` + sqliteUnder(end) + ` AND ` + sqliteLive +
+		` ORDER BY updated_at DESC, ns, key`
+	args := []any{tenant, from, end, now.UnixNano()}
+	if len(q.Filter) == 0 { // the page is the rows' own
+		query += ` LIMIT ?5 OFFSET ?6`
+		args = append(args, q.Limit, q.Offset)
+		q.Offset = 0
+	}
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search items: %w", err)
+	}
+	defer rows.Close()
+	items, err := q.Page(func() (*store.Item, bool, error) {
+		if !rows.Next() {
+			return nil, false, rows.Err()
+		}
+		it, err := store.ScanItem(rows)
+		return it, err == nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: search items: %w", err)
+	}
+	rows.Close()
+	if q.Refresh {
+		if err := s.refresh(ctx, tenant, now, items); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// refresh extends the TTL of the tenant's items from now, in the store
+// and in items.
+func (s *sqliteStore) refresh(ctx context.Context, tenant string, now time.Time, items []store.Item) error {
+	nss, keys := store.Refresh(items, now)
+	if len(keys) == 0 {
+		return nil
+	}
+	pairs := make([][2]string, len(keys))
+	for i := range keys {
+		pairs[i] = [2]string{nss[i], keys[i]}
+	}
+	list, _ := json.Marshal(pairs)
+	if _, err := s.commitPut(ctx, &putReq{query: sqliteRefresh, args: []any{tenant, now.UnixNano(), string(list)}}); err != nil {
+		return fmt.Errorf("store: refresh items: %w", err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) Namespaces(ctx context.Context, tenant string, q store.NamespaceQuery) ([][]string, error) {
+	if err := store.CheckNamespaceQuery(&q); err != nil {
+		return nil, err
+	}
+	from := store.NamespaceKey(q.Prefix)
+	end := store.PrefixEnd(from)
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT ns FROM items WHERE `+sqliteUnder(end)+` AND `+sqliteLive+` ORDER BY ns`,
+		tenant, from, end, time.Now().UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("store: namespaces: %w", err)
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("store: namespaces: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: namespaces: %w", err)
+	}
+	return q.Namespaces(keys), nil
+}
+
+func (s *sqliteStore) SweepItems(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.commitPut(ctx, &putReq{query: sqliteSweepItems, args: []any{now.UnixNano()}})
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep items: %w", err)
+	}
+	return int(n), nil
+}
