@@ -79,7 +79,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", "Content-Location, Location")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Api-Key, Authorization, Last-Event-ID, Idempotency-Key")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)

@@ -30,14 +30,15 @@ func reaperOwner() string {
 	return fmt.Sprintf("server/%s/%d", host, os.Getpid())
 }
 
-// sweep reaps the ghost runs of the store every lease TTL until the
-// server shuts down.
+// sweep reaps the ghost runs of the store, and removes its expired
+// items, every lease TTL until the server shuts down.
 func (s *Server) sweep() {
 	defer close(s.swept)
 	s.every(s.leaseTTL(), func() {
 		if err := s.reapAll(s.ctx); err != nil && s.ctx.Err() == nil {
 			s.cfg.Log.Error("sweeping runs of stopped servers", "err", err)
 		}
+		s.sweepItems()
 	})
 }
 

@@ -116,6 +116,14 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "GET /info", summary: "The server's version and what it serves", reply: object, open: true, handle: plain(s.info)},
 		{pattern: "GET /openapi.json", summary: "This description of the API", reply: object, open: true, handle: s.serveOpenAPI},
 	}
+	if s.items != nil {
+		eps = append(eps,
+			endpoint{pattern: "PUT /store/items", summary: "Put an item in the long-term memory store", body: object, handle: s.putItem},
+			endpoint{pattern: "GET /store/items", summary: "Get an item by namespace and key", reply: object, handle: s.getItem},
+			endpoint{pattern: "DELETE /store/items", summary: "Delete an item", body: object, handle: s.deleteItem},
+			endpoint{pattern: "POST /store/items/search", summary: "Search items under a namespace prefix by filter", body: object, reply: object, handle: s.searchItems},
+			endpoint{pattern: "POST /store/namespaces", summary: "List the namespaces of the items", body: object, reply: object, handle: s.listNamespaces})
+	}
 	if s.cfg.MCP {
 		eps = append(eps, endpoint{pattern: "/mcp", summary: "The agents as MCP tools (streamable HTTP: POST, GET, DELETE)", handle: plain(s.mcpHandler().ServeHTTP)})
 	}

@@ -96,6 +96,7 @@ type Server struct {
 	// assistants keeps the assistants clients create (nil: the store
 	// keeps none)
 	assistants store.AssistantStore
+	items      store.ItemStore   // nil when the store keeps no items
 	names      map[string]string // assistant id → graph name
 	started    time.Time
 	mux        *http.ServeMux
@@ -173,6 +174,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
 		retained: make(chan struct{})}
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
+	s.items, _ = cfg.Store.(store.ItemStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
 	s.mcpKey = mcpKeyOf(cfg.Keys)
 	for name := range cfg.Graphs {
