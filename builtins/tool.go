@@ -10,8 +10,8 @@ import (
 	"github.com/runner-dev/runner/runner"
 )
 
-// Tool builds the runtime tool of a checked Tool document: its expr, http
-// or builtin implementation behind a check of every call's arguments
+// Tool builds the runtime tool of a checked Tool document: its expr, http,
+// memory or builtin implementation behind a check of every call's arguments
 // against the tool's parameter schema. A tool of an MCP server needs a
 // Toolbox, which owns the connection to its server.
 func Tool(def *dsl.ToolDef) (runner.Tool, error) { return (*Toolbox)(nil).Tool(def) }
@@ -99,6 +99,11 @@ var ToolKinds = []ToolKind{
 		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) {
 			return newHTTPTool(d.Name, d.HTTP, d.Timeout), nil
 		}},
+	{Key: "memory", Doc: "a get, put or search of the run's long-term memory store, in a namespace computed from args and state",
+		Set: func(d *dsl.ToolDef) bool { return d.Memory != nil },
+		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) {
+			return &memoryTool{name: d.Name, def: d.Memory}, nil
+		}},
 	{Key: "builtin", Doc: "a Go function of this package",
 		Set:   func(d *dsl.ToolDef) bool { return d.Builtin != "" },
 		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) { return builtinTool(d.Builtin) }},
@@ -128,7 +133,7 @@ func toolImpl(def *dsl.ToolDef, b *Toolbox) (runner.Tool, error) {
 	if k := KindOf(def); k != nil {
 		return k.Build(def, b)
 	}
-	return nil, errors.New("no implementation: set one of expr, http or builtin")
+	return nil, errors.New("no implementation: set one of expr, http, memory or builtin")
 }
 
 // checkedTool validates a call's arguments before calling the tool.

@@ -97,6 +97,9 @@ func (k *check) tool(d *Document) {
 	if h := d.Get("http"); h != nil && !k.bad(h) { // a section with a schema error is skipped whole
 		t.HTTP = k.httpTool(d, h, lang, args)
 	}
+	if m := d.Get("memory"); m != nil && !k.bad(m) {
+		t.Memory = k.memoryTool(d, m, lang, args)
+	}
 	if b := d.Get("builtin"); b != nil && !k.bad(b) && !slices.Contains(k.reg.builtins, t.Builtin) {
 		k.diags.Errorf(d.Pos(b), CodeRefUnknown, "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
 			"the builtins are: "+strings.Join(k.reg.builtins, ", "))
@@ -129,6 +132,31 @@ func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTP
 	}
 	return def
 }
+
+// memoryTool checks a memory tool: its expressions compile against its
+// arguments and the state, its namespace to a list of strings.
+func (k *check) memoryTool(d *Document, m *yaml.Node, lang Lang, args *Type) *MemoryDef {
+	def := &MemoryDef{Op: scalarValue(mapGet(m, "op"))}
+	pairs(m, func(key, _ *yaml.Node) {
+		if ops := memoryKeys[key.Value]; ops != "" && def.Op != "" && !strings.Contains(ops, def.Op) {
+			k.diags.Errorf(d.Pos(key), CodeSchemaUnknownField, "memory.%s is not used by op %s (only by %s)", key.Value, def.Op, ops).Hint =
+				"remove it, or use the op that reads it"
+		}
+	})
+	k.decode(d, mapGet(m, "ttl"), &def.TTL, "memory.ttl")
+	env := k.env(map[string]*Type{"args": args, "state": {Kind: Object}})
+	expr := func(key string, want *Type) *Program { return k.compile(d, mapGet(m, key), lang, env, want) }
+	def.Namespace = expr("namespace", ArrayOf(StringType))
+	def.Key, def.Value = expr("key", StringType), expr("value", &Type{Kind: Object})
+	def.Filter, def.Limit = expr("filter", &Type{Kind: Object}), expr("limit", IntegerType)
+	if r := mapGet(m, "response"); r != nil {
+		def.Response = k.compile(d, r, lang, k.env(map[string]*Type{"args": args, "result": AnyType}), nil)
+	}
+	return def
+}
+
+// memoryKeys are the memory tool's keys that only some ops use.
+var memoryKeys = map[string]string{"key": "get, put", "value": "put", "ttl": "put", "filter": "search", "limit": "search"}
 
 // jsonSchema checks that n is a valid JSON Schema whose references stay
 // inside it (see checkSchemaRefs) and returns it decoded.

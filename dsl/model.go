@@ -149,7 +149,35 @@ type ToolDef struct {
 	HTTP    *HTTPDef
 	Builtin string
 	MCP     *MCPTool // a tool of an MCP server (Doc is the server's)
+	Memory  *MemoryDef
 }
+
+// MemoryDef is a memory tool's operation on the long-term memory store:
+// get, put or search the items of a namespace. Its expressions are over
+// args and state (Response over args and result); each left out takes
+// the argument of its name.
+type MemoryDef struct {
+	Op string // get, put or search
+	// Namespace gives the namespace's labels, such as ["user",
+	// state.user_id]: a search's prefix.
+	Namespace *Program
+	// Key (get, put; default args.key, for a put else the call's
+	// idempotency key), Value (put; default args.value, else the whole
+	// args), Filter and Limit (search; default args.filter, args.limit).
+	Key, Value, Filter, Limit *Program
+	// TTL is how long a put item lives after its last write or read (0:
+	// for ever).
+	TTL time.Duration
+	// Response maps the operation's result to the tool's output.
+	Response *Program
+}
+
+// Memory operations.
+const (
+	MemoryGet    = "get"
+	MemoryPut    = "put"
+	MemorySearch = "search"
+)
 
 // HTTPDef is an http tool's request and response mapping.
 type HTTPDef struct {

@@ -217,7 +217,8 @@ func (r *Run) invoke(ctx context.Context, c *toolCall) ToolOutcome {
 	}
 	exec := r.newExec(c, r.clock.Now())
 	start := r.clock.Now()
-	out, err := c.req.Spec.Tool.Call(ctx, &ToolCall{Name: c.info.Name, Args: c.info.Args, State: r.in.State, Key: r.Thread + ":" + c.info.ID})
+	out, err := c.req.Spec.Tool.Call(ctx, &ToolCall{Name: c.info.Name, Args: c.info.Args, State: r.in.State, Key: r.Thread + ":" + c.info.ID,
+		Memory: r.engine.memory(r.tenant)})
 	out = NormalizeJSON(out)                                        // whatever the tool's kind, rules and nodes see JSON-like values
 	out, err = r.Graph.Redact.Value(out), r.Graph.Redact.Error(err) // before anything keeps or shows them
 	if err != nil && timeout > 0 && TimedOut(ctx) {

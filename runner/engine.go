@@ -26,6 +26,9 @@ const (
 type Engine struct {
 	// Store keeps checkpoints; nil runs without any (nothing to resume).
 	Store store.Store
+	// Items is the long-term memory store the runs' memory tools use
+	// (ToolCall.Memory); nil: Store's, when it keeps items too.
+	Items store.ItemStore
 	// Sink receives events; nil emits none.
 	Sink Sink
 	// Clock is the time runs see (default RealClock).
@@ -270,6 +273,16 @@ func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *met
 	}
 	r.restoreJournal(m.Journal, m.Pending)
 	return r
+}
+
+// memory is the long-term memory of a run of tenant: without Items when
+// the engine has no item store.
+func (e *Engine) memory(tenant string) Memory {
+	items := e.Items
+	if items == nil {
+		items, _ = e.Store.(store.ItemStore)
+	}
+	return Memory{Items: items, Tenant: tenant}
 }
 
 func (e *Engine) newRun(g *Graph, thread, tenant string) *Run {

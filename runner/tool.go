@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"time"
+
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // Tool is a callable tool, compiled from a Tool document.
@@ -35,6 +37,16 @@ type ToolCall struct {
 	Args  map[string]any
 	State State
 	Key   string
+	// Memory is the long-term memory the call may read and write (its
+	// Items are nil when the run has none).
+	Memory Memory
+}
+
+// Memory is the long-term memory of a run: its tenant's items in the
+// engine's item store, which outlive the thread (memory tools).
+type Memory struct {
+	Items  store.ItemStore
+	Tenant string
 }
 
 // ToolFunc adapts a Go function to Tool.
