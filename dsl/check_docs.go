@@ -325,7 +325,12 @@ func (k *check) test(d *Document) {
 	env := k.env(map[string]*Type{"state": p.State, "output": {Kind: Object}, "status": StringType, "error": StringType, "usage": usageType})
 	t := &TestDef{Doc: d, Name: d.Name, Pipeline: p.Name, Agent: scalarValue(d.Get("agent")), Tenant: scalarValue(d.Get("tenant")),
 		Mocks: map[string][]Mock{}}
-	t.Input = k.testInput(d, p)
+	t.Input = k.testInput(d, d.Get("input"), cmp.Or(mapKey(d.Root, "agent"), mapKey(d.Root, "pipeline")), p)
+	for i, n := range items(d.Get("before")) {
+		run := TestRun{Input: k.testInput(d, mapGet(n, "input"), n, p), Pos: d.Pos(n)}
+		k.decode(d, mapGet(n, "script"), &run.Script, fmt.Sprintf("before[%d].script", i))
+		t.Before = append(t.Before, run)
+	}
 	pairs(d.Get("mocks"), func(key, v *yaml.Node) {
 		var m Mock
 		if v.Kind != yaml.SequenceNode {
@@ -370,17 +375,16 @@ func (k *check) test(d *Document) {
 	k.proj.Tests = append(k.proj.Tests, t)
 }
 
-// testInput reads a Test's input and checks it as a run of p checks it,
-// reporting each field that does not fit at its own line:col, and a
-// required field missing at the input (at the Test's target without one).
-func (k *check) testInput(d *Document, p *Pipeline) map[string]any {
-	n := d.Get("input")
+// testInput reads a Test's input n and checks it as a run of p checks
+// it, reporting each field that does not fit at its own line:col, and a
+// required field missing at the input (at at, when there is none).
+func (k *check) testInput(d *Document, n, at *yaml.Node, p *Pipeline) map[string]any {
 	if k.bad(n) {
 		return nil
 	}
 	var v any
 	if n == nil {
-		n = cmp.Or(mapKey(d.Root, "agent"), mapKey(d.Root, "pipeline"))
+		n = at
 	} else {
 		v = runner.NormalizeJSON(toJSON(n))
 	}

@@ -51,8 +51,20 @@ type TestDef struct {
 	// last one repeating.
 	Mocks  map[string][]Mock
 	Script []Reply
+	// Before are runs made first, each on a thread of its own, with the
+	// Test's store (its long-term memory too), clock and mocks; each must
+	// complete.
+	Before []TestRun
 	Resume []ResumeStep
 	Expect Expect
+}
+
+// TestRun is a run a Test makes before its own: its input, and the
+// script its models answer from.
+type TestRun struct {
+	Input  map[string]any
+	Script []Reply
+	Pos    Pos
 }
 
 // Reply is one scripted LLM reply (runner test, exec --script).

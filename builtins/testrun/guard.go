@@ -43,14 +43,14 @@ func (g *liveGuard) tool(def *dsl.ToolDef) (runner.Tool, error) {
 	}))
 }
 
-// providers is the compiler's model factory for the Test: every model
-// answers from the Test's script; a call past its end goes to the model's
-// real provider with --live, and is refused without.
-func (g *liveGuard) providers() func(*dsl.ModelDef) (runner.Provider, error) {
-	script := builtins.Scripted(g.test.Script)
+// providers is the compiler's model factory for a run of the Test:
+// every model answers from the run's script; a call past its end goes to
+// the model's real provider with --live, and is refused without.
+func (g *liveGuard) providers(replies []dsl.Reply) func(*dsl.ModelDef) (runner.Provider, error) {
+	script := builtins.Scripted(replies)
 	real := builtins.Providers()
 	return func(m *dsl.ModelDef) (runner.Provider, error) {
-		return &testModel{guard: g, def: m, script: script, replies: len(g.test.Script), real: real}, nil
+		return &testModel{guard: g, def: m, script: script, replies: len(replies), real: real}, nil
 	}
 }
 

@@ -34,12 +34,23 @@ func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.Te
 	defer guard.tools.Close() // the MCP servers of a live Test stop with it
 	ctx, guard.cancel = context.WithCancelCause(ctx)
 	defer guard.cancel(nil)
-	g, err := checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: guard.tool, Mocks: ms,
-		Agent: proj.Agents[t.Agent], Provider: guard.providers()})
+	compile := func(script []dsl.Reply) (*runner.Graph, error) {
+		return checker.Compile(proj, t.Pipeline, dsl.CompileOptions{Tool: guard.tool, Mocks: ms,
+			Agent: proj.Agents[t.Agent], Provider: guard.providers(script)})
+	}
+	g, err := compile(t.Script)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	problems, res, path := runSteps(ctx, g, t, calls)
+	st := store.NewMemory()
+	defer st.Close()
+	clock := newClock()
+	e := &runner.Engine{Store: st, Sink: calls.record, Clock: clock, Tenant: t.Tenant}
+	if problems := runBefore(ctx, e, t, compile); problems != nil {
+		return append(guard.problems(), problems...)
+	}
+	calls.reset() // the expectations are the Test's own run's
+	problems, res, path := runSteps(ctx, e, clock, g, t)
 	if refused := guard.problems(); len(refused) > 0 {
 		return refused
 	}
@@ -49,14 +60,34 @@ func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.Te
 	return expectations(t, res, path, calls.names())
 }
 
-// runSteps runs a test's target, then resumes it with each of its resume
-// steps; it returns the problems that stop the test, or the final result
-// and the path of nodes run across resumes.
-func runSteps(ctx context.Context, g *runner.Graph, t *dsl.TestDef, calls *callLog) ([]string, *runner.Result, []string) {
-	st := store.NewMemory()
-	defer st.Close()
-	clock := newClock()
-	e := &runner.Engine{Store: st, Sink: calls.record, Clock: clock, Tenant: t.Tenant}
+// runBefore makes the runs a Test makes before its own, each on a thread
+// of its own, with graphs compiled for their scripts; it returns what
+// kept one from completing.
+func runBefore(ctx context.Context, e *runner.Engine, t *dsl.TestDef, compile func([]dsl.Reply) (*runner.Graph, error)) []string {
+	for i, b := range t.Before {
+		g, err := compile(b.Script)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		res, err := e.Run(ctx, g, fmt.Sprintf("before-%d", i+1), b.Input)
+		switch {
+		case err != nil:
+			return []string{fmt.Sprintf("%s: before run %d: %v", b.Pos, i+1, err)}
+		case res.Status != runner.StatusCompleted:
+			var why error
+			if res.Error != nil {
+				why = res.Error
+			}
+			return []string{fmt.Sprintf("%s: before run %d: status %s, want completed%s", b.Pos, i+1, res.Status, errSuffix(why))}
+		}
+	}
+	return nil
+}
+
+// runSteps runs a test's target on e, then resumes it with each of its
+// resume steps; it returns the problems that stop the test, or the final
+// result and the path of nodes run across resumes.
+func runSteps(ctx context.Context, e *runner.Engine, clock *clock, g *runner.Graph, t *dsl.TestDef) ([]string, *runner.Result, []string) {
 	res, err := e.Run(ctx, g, "test", t.Input)
 	if err != nil {
 		return []string{err.Error()}, nil, nil
@@ -276,6 +307,12 @@ func (c *callLog) record(ev runner.Event) {
 		c.calls = append(c.calls, fmt.Sprint(d["tool"]))
 		c.mu.Unlock()
 	}
+}
+
+func (c *callLog) reset() {
+	c.mu.Lock()
+	c.calls = nil
+	c.mu.Unlock()
 }
 
 func (c *callLog) names() []string {

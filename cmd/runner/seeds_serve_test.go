@@ -71,3 +71,53 @@ func TestSeedsServed(t *testing.T) {
 		})
 	}
 }
+
+// TestElyraRemembersServed: served, Elyra recalls on a user's second
+// thread what it ingested on their first, from the store's long-term
+// memory (no memory service runs); another user's thread recalls nothing,
+// and the tenant reads the memory over the store API.
+func TestElyraRemembersServed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	bin, err := buildRunner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `[{"node": "planner_llm", "text": "<plan>{\"delegate_to\": \"end\", \"tools\": []}</plan>"},
+		{"node": "synthesize", "text": "<think>Keep it.</think>Noted: your editor is Helix."}]`
+	_, base := startServe(t, bin, script, "sk-test")
+	turn := func(user, query string) map[string]any {
+		t.Helper()
+		var thread struct {
+			ID string `json:"thread_id"`
+		}
+		decode(t, call(t, "POST", base+"/threads", map[string]any{}, 200), &thread)
+		var values map[string]any
+		decode(t, call(t, "POST", base+"/threads/"+thread.ID+"/runs/wait", map[string]any{"assistant_id": "elyra",
+			"input": map[string]any{"query": query, "user_id": user, "project_id": "elyra"}}, 200), &values)
+		if values["__error__"] != nil {
+			t.Fatalf("%s's turn failed: %v", user, values["__error__"])
+		}
+		return values
+	}
+	if first := turn("u1", "Remember that my editor is Helix."); first["memory_context"] != "" {
+		t.Fatalf("u1's first thread recalls %q, want nothing yet", first["memory_context"])
+	}
+	if second := turn("u1", "Which editor do I use?"); second["memory_context"] != "Noted: your editor is Helix." {
+		t.Errorf("u1's second thread recalls %q, want the first thread's answer", second["memory_context"])
+	}
+	if other := turn("u2", "Which editor do I use?"); other["memory_context"] != "" {
+		t.Errorf("u2 recalls %q, want nothing", other["memory_context"])
+	}
+	var found struct {
+		Items []struct {
+			Namespace []string       `json:"namespace"`
+			Value     map[string]any `json:"value"`
+		} `json:"items"`
+	}
+	decode(t, call(t, "POST", base+"/store/items/search", map[string]any{"namespace_prefix": []string{"elyra", "u1"}}, 200), &found)
+	if len(found.Items) != 2 || found.Items[0].Value["content"] != "Noted: your editor is Helix." {
+		t.Errorf("the store API shows u1's memory as %+v, want the two turns' ingestions", found.Items)
+	}
+}
