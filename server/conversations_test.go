@@ -53,8 +53,8 @@ func TestExecuteAndConversationStream(t *testing.T) {
 		}
 		nodes = append(nodes, body["node"].(string))
 	}
-	if nodes[0] != "tool_node" || nodes[len(nodes)-1] != "output_format" {
-		t.Errorf("nodes %v: want tool_node (resumed) first, output_format last", nodes)
+	if nodes[0] != "tool_node" || nodes[len(nodes)-1] != "memory_record" {
+		t.Errorf("nodes %v: want tool_node (resumed) first, memory_record last", nodes)
 	}
 	for _, ev := range evs {
 		if b := ev.Data.(map[string]any); b["node"] == "initial_llm_call" {

@@ -192,8 +192,8 @@ func (e *env) request(method, path string, body any, header ...string) *http.Res
 	return resp
 }
 
-// call sends a request, checks its status and decodes its JSON body.
-func (e *env) call(method, path string, body any, status int) map[string]any {
+// raw sends a request, checks its status and returns its body.
+func (e *env) raw(method, path string, body any, status int) []byte {
 	e.t.Helper()
 	resp := e.request(method, path, body)
 	defer resp.Body.Close()
@@ -201,7 +201,13 @@ func (e *env) call(method, path string, body any, status int) map[string]any {
 	if resp.StatusCode != status {
 		e.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, data, status)
 	}
-	data = bytes.TrimLeft(data, "\n") // keep-alive newlines before a long run's answer
+	return data
+}
+
+// call sends a request, checks its status and decodes its JSON body.
+func (e *env) call(method, path string, body any, status int) map[string]any {
+	e.t.Helper()
+	data := bytes.TrimLeft(e.raw(method, path, body, status), "\n") // keep-alive newlines before a long run's answer
 	var out map[string]any
 	if len(data) > 0 && data[0] == '{' {
 		if err := json.Unmarshal(data, &out); err != nil {

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,7 +26,7 @@ func TestStoreAPI(t *testing.T) {
 	if v, _ := got["value"].(map[string]any); v["fact"] != "uses Helix" || got["key"] != "editor" || got["created_at"] == nil {
 		t.Errorf("GET item = %v", got)
 	}
-	if body := strings.TrimSpace(e.raw("GET", "/store/items?namespace=user.u1&key=nope", nil, 200)); body != "null" {
+	if body := strings.TrimSpace(string(e.raw("GET", "/store/items?namespace=user.u1&key=nope", nil, 200))); body != "null" {
 		t.Errorf("GET of a missing item = %s, want null", body)
 	}
 
@@ -52,7 +51,7 @@ func TestStoreAPI(t *testing.T) {
 	e.key = testKey
 	e.call("GET", "/store/items?namespace=user.u1&key=editor", nil, 200) // still there: other's delete was of its own
 	e.call("DELETE", "/store/items", map[string]any{"namespace": []string{"user", "u1"}, "key": "editor"}, http.StatusNoContent)
-	if body := strings.TrimSpace(e.raw("GET", "/store/items?namespace=user.u1&key=editor", nil, 200)); body != "null" {
+	if body := strings.TrimSpace(string(e.raw("GET", "/store/items?namespace=user.u1&key=editor", nil, 200))); body != "null" {
 		t.Errorf("GET after DELETE = %s, want null", body)
 	}
 }
@@ -78,20 +77,8 @@ func TestStoreAPIRefusals(t *testing.T) {
 	for _, c := range cases {
 		body := e.raw(c.method, c.path, c.body, http.StatusUnprocessableEntity)
 		var p struct{ Detail string }
-		if err := json.Unmarshal([]byte(body), &p); err != nil || !strings.Contains(p.Detail, c.want) {
+		if err := json.Unmarshal(body, &p); err != nil || !strings.Contains(p.Detail, c.want) {
 			t.Errorf("%s %s %v: problem %s, want its detail to say %q", c.method, c.path, c.body, body, c.want)
 		}
 	}
-}
-
-// raw sends a request, checks its status and returns its body.
-func (e *env) raw(method, path string, body any, status int) string {
-	e.t.Helper()
-	resp := e.request(method, path, body)
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != status {
-		e.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, data, status)
-	}
-	return string(data)
 }

@@ -83,7 +83,8 @@ func Matches(value json.RawMessage, conds []Condition) (bool, error) {
 // holds reports whether the condition holds for the decoded value v.
 func (c Condition) holds(v any) bool {
 	for _, k := range c.Path {
-		obj, ok := v.(map[string]any)
+		obj, _ := v.(map[string]any) // a nil map for a value that is not an object: the field is missing
+		var ok bool
 		if v, ok = obj[k]; !ok {
 			return c.Op == OpNe
 		}

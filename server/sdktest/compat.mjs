@@ -285,7 +285,7 @@ check("command update and goto: values through the reducers, the thread continue
   assert.deepEqual(values.recent_entity_context, ["w-1"]);
   assert.equal(values.__interrupt__, undefined, "output_format ends the run without the gate");
   const st = await client.threads.getState(thread.thread_id);
-  assert.equal(st.metadata.node, "output_format");
+  assert.equal(st.metadata.node, "memory_record", "output_format goes on to memory_record, the last node");
   await expectStatus(422, () => client.runs.create(thread.thread_id, AGENT, { command: { goto: "no_such_node" } }));
 });
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,8 +32,6 @@ CREATE INDEX items_updated ON items (tenant, ns, updated_at DESC);
 CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at > 0;
 `
 
-const pgItemColumns = `ns, key, value, created_at, updated_at, ttl, expires_at`
-
 // The item store's statements; $4 is now, in Unix nanoseconds: an item
 // expired then is not read.
 const (
@@ -45,23 +44,13 @@ const (
 			created_at = CASE WHEN items.expires_at > 0 AND items.expires_at <= excluded.updated_at
 				THEN excluded.created_at ELSE items.created_at END`
 	pgDeleteItem = `DELETE FROM items WHERE tenant = $1 AND ns = $2 AND key = $3`
-	pgLive       = `(expires_at = 0 OR expires_at > $4)`
-	pgItem       = `SELECT ` + pgItemColumns + ` FROM items WHERE tenant = $1 AND ns = $2 AND key = $3 AND ` + pgLive
+	pgItem       = `SELECT ` + store.ItemColumns + ` FROM items WHERE tenant = $1 AND ns = $2 AND key = $3 AND (expires_at = 0 OR expires_at > $4)`
 	// pgRefresh extends the TTL of the items of tenant $1 whose
 	// namespaces and keys are the arrays $3 and $4, from $2.
 	pgRefresh = `UPDATE items SET expires_at = $2 + ttl WHERE tenant = $1 AND ttl > 0
 		AND (ns, key) IN (SELECT * FROM unnest($3::text[], $4::text[]))`
 	pgSweepItems = `DELETE FROM items WHERE expires_at > 0 AND expires_at <= $1`
 )
-
-// pgUnder is the condition of the namespaces under a prefix: from $2,
-// below $3 unless the prefix is empty ($3 is then "" and not used).
-func pgUnder(end string) string {
-	if end == "" {
-		return `tenant = $1 AND ns >= $2 AND $3 = ''`
-	}
-	return `tenant = $1 AND ns >= $2 AND ns < $3`
-}
 
 func (s *pgStore) PutItem(ctx context.Context, tenant string, it *store.Item) error {
 	if err := store.CheckItem(it, time.Now()); err != nil {
@@ -107,37 +96,24 @@ func (s *pgStore) DeleteItem(ctx context.Context, tenant string, ns []string, ke
 	return nil
 }
 
+// pgItemSQL writes the item store's reads with PostgreSQL's placeholders.
+var pgItemSQL = store.ItemSQL(func(n int) string { return "$" + strconv.Itoa(n) })
+
 func (s *pgStore) SearchItems(ctx context.Context, tenant string, q store.ItemQuery) ([]store.Item, error) {
 	if err := store.CheckItemQuery(&q); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	from := store.NamespaceKey(q.Prefix)
-	end := store.PrefixEnd(from)
-	query := `SELECT ` + pgItemColumns + ` FROM items WHERE ` + pgUnder(end) + ` AND ` + pgLive +
-		` ORDER BY updated_at DESC, ns, key`
-	args := []any{tenant, from, end, now.UnixNano()}
-	if len(q.Filter) == 0 { // the page is the rows' own
-		query += ` LIMIT $5 OFFSET $6`
-		args = append(args, q.Limit, q.Offset)
-		q.Offset = 0
-	}
+	query, args, q := pgItemSQL.Search(tenant, q, now)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)
 	}
-	defer rows.Close()
-	items, err := q.Page(func() (*store.Item, bool, error) {
-		if !rows.Next() {
-			return nil, false, rows.Err()
-		}
-		it, err := store.ScanItem(rows)
-		return it, err == nil, err
-	})
+	items, err := q.ReadPage(rows)
+	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)
 	}
-	rows.Close()
 	if q.Refresh {
 		if err := s.refresh(ctx, tenant, now, items); err != nil {
 			return nil, err
@@ -163,18 +139,17 @@ func (s *pgStore) Namespaces(ctx context.Context, tenant string, q store.Namespa
 	if err := store.CheckNamespaceQuery(&q); err != nil {
 		return nil, err
 	}
-	from := store.NamespaceKey(q.Prefix)
-	end := store.PrefixEnd(from)
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ns FROM items WHERE `+pgUnder(end)+` AND `+pgLive+` ORDER BY ns`,
-		tenant, from, end, time.Now().UnixNano())
+	query, args := pgItemSQL.Namespaces(tenant, q, time.Now())
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: namespaces: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ns, err := q.ReadNamespaces(rows)
+	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("store: namespaces: %w", err)
 	}
-	return q.Namespaces(keys), nil
+	return ns, nil
 }
 
 func (s *pgStore) SweepItems(ctx context.Context, now time.Time) (int, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/runner-dev/runner/runner/store"
@@ -32,8 +33,6 @@ CREATE INDEX items_updated ON items (tenant, ns, updated_at DESC);
 CREATE INDEX items_expiry ON items (expires_at) WHERE expires_at > 0;
 `
 
-const itemColumns = `ns, key, value, created_at, updated_at, ttl, expires_at`
-
 // The item store's statements; ?4 is now, in Unix nanoseconds: an item
 // expired then is not read.
 const (
@@ -46,24 +45,13 @@ const (
 			created_at = CASE WHEN items.expires_at > 0 AND items.expires_at <= excluded.updated_at
 				THEN excluded.created_at ELSE items.created_at END`
 	sqliteDeleteItem = `DELETE FROM items WHERE tenant = ?1 AND ns = ?2 AND key = ?3`
-	sqliteLive       = `(expires_at = 0 OR expires_at > ?4)`
-	sqliteItem       = `SELECT ` + itemColumns + ` FROM items WHERE tenant = ?1 AND ns = ?2 AND key = ?3 AND ` + sqliteLive
+	sqliteItem       = `SELECT ` + store.ItemColumns + ` FROM items WHERE tenant = ?1 AND ns = ?2 AND key = ?3 AND (expires_at = 0 OR expires_at > ?4)`
 	// sqliteRefresh extends the TTL of the items of tenant ?1 whose
 	// [ns, key] pairs are the JSON array ?3, from ?2.
 	sqliteRefresh = `UPDATE OR ROLLBACK items SET expires_at = ?2 + ttl WHERE tenant = ?1 AND ttl > 0
 		AND (ns, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))`
 	sqliteSweepItems = `DELETE FROM items WHERE expires_at > 0 AND expires_at <= ?1`
 )
-
-// sqliteUnder is the condition of the namespaces under a prefix: from
-// ?2, below ?3 unless the prefix is empty (then ?3 is "" and not used,
-// so the planner sees a plain range).
-func sqliteUnder(end string) string {
-	if end == "" {
-		return `tenant = ?1 AND ns >= ?2`
-	}
-	return `tenant = ?1 AND ns >= ?2 AND ns < ?3`
-}
 
 func (s *sqliteStore) PutItem(ctx context.Context, tenant string, it *store.Item) error {
 	if err := store.CheckItem(it, time.Now()); err != nil {
@@ -102,37 +90,23 @@ func (s *sqliteStore) DeleteItem(ctx context.Context, tenant string, ns []string
 	return nil
 }
 
+// sqliteItemSQL writes the item store's reads with SQLite's placeholders.
+var sqliteItemSQL = store.ItemSQL(func(n int) string { return "?" + strconv.Itoa(n) })
+
 func (s *sqliteStore) SearchItems(ctx context.Context, tenant string, q store.ItemQuery) ([]store.Item, error) {
 	if err := store.CheckItemQuery(&q); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	from := store.NamespaceKey(q.Prefix)
-	end := store.PrefixEnd(from)
-	query := `SELECT ` + itemColumns + ` FROM items WHERE ` + sqliteUnder(end) + ` AND ` + sqliteLive +
-		` ORDER BY updated_at DESC, ns, key`
-	args := []any{tenant, from, end, now.UnixNano()}
-	if len(q.Filter) == 0 { // the page is the rows' own
-		query += ` LIMIT ?5 OFFSET ?6`
-		args = append(args, q.Limit, q.Offset)
-		q.Offset = 0
-	}
+	query, args, q := sqliteItemSQL.Search(tenant, q, now)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)
 	}
-	defer rows.Close()
-	items, err := q.Page(func() (*store.Item, bool, error) {
-		if !rows.Next() {
-			return nil, false, rows.Err()
-		}
-		it, err := store.ScanItem(rows)
-		return it, err == nil, err
-	})
-	if err != nil {
+	items, err := q.ReadPage(rows)
+	if err = errors.Join(err, rows.Close()); err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)
 	}
-	rows.Close()
 	if q.Refresh {
 		if err := s.refresh(ctx, tenant, now, items); err != nil {
 			return nil, err
@@ -163,26 +137,16 @@ func (s *sqliteStore) Namespaces(ctx context.Context, tenant string, q store.Nam
 	if err := store.CheckNamespaceQuery(&q); err != nil {
 		return nil, err
 	}
-	from := store.NamespaceKey(q.Prefix)
-	end := store.PrefixEnd(from)
-	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT ns FROM items WHERE `+sqliteUnder(end)+` AND `+sqliteLive+` ORDER BY ns`,
-		tenant, from, end, time.Now().UnixNano())
+	query, args := sqliteItemSQL.Namespaces(tenant, q, time.Now())
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: namespaces: %w", err)
 	}
-	defer rows.Close()
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, fmt.Errorf("store: namespaces: %w", err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Err(); err != nil {
+	ns, err := q.ReadNamespaces(rows)
+	if err = errors.Join(err, rows.Close()); err != nil {
 		return nil, fmt.Errorf("store: namespaces: %w", err)
 	}
-	return q.Namespaces(keys), nil
+	return ns, nil
 }
 
 func (s *sqliteStore) SweepItems(ctx context.Context, now time.Time) (int, error) {
