@@ -173,7 +173,7 @@ func TestExecConversation(t *testing.T) {
 		t.Errorf("a new run of a paused thread: exit %d: %s", code, errOut)
 	}
 	code, out, _ = runCLI(t, "threads", "history", "conv", "--oldest-first", "--store", "sqlite:"+filepath.Join(dir, "state.db"))
-	if code != 0 || strings.Count(out, " completed ") != 2 || strings.Count(out, " interrupted ") != 1 || strings.Count(out, "\n") != 25 {
+	if code != 0 || strings.Count(out, " completed ") != 2 || strings.Count(out, " interrupted ") != 1 || strings.Count(out, "\n") != 27 { // a header and 10 + 10 + 6 checkpoints
 		t.Errorf("history of three turns: exit %d\n%s", code, out)
 	}
 	for i, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
@@ -194,9 +194,9 @@ func TestExecConversation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--limit", "2"}, "24 23"},
+		{[]string{"--limit", "2"}, "26 25"},
 		{[]string{"--before", "10", "--limit", "2"}, "9 8"},
-		{[]string{"--status", "completed"}, "18 9"},
+		{[]string{"--status", "completed"}, "20 10"},
 	} {
 		if got := strings.Join(page(c.args...), " "); got != c.want {
 			t.Errorf("history %v lists %s, want %s (newest first)", c.args, got, c.want)
@@ -210,7 +210,7 @@ func TestExecConversation(t *testing.T) {
 		Interrupt struct{ Rule string }
 		State     struct{ Messages []any }
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.ID != 24 || shown.Status != "interrupted" || shown.Next != "tool_node" ||
+	if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || shown.ID != 26 || shown.Status != "interrupted" || shown.Next != "tool_node" ||
 		shown.Interrupt.Rule != "platform:hitl_on_mutating_capability" || len(shown.State.Messages) == 0 {
 		t.Errorf("threads show: exit %d\n%s%s", code, out, errOut)
 	}
