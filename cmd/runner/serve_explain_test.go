@@ -35,7 +35,7 @@ func TestServeStartMessages(t *testing.T) {
 	for _, want := range []string{
 		"elyra: served\n",
 		"rule_37: served\n",
-		"orchestration: not served:\n  pipelines/orchestration/pipeline.yaml:100:3: error: node initial_llm_call: no model: set model: on the node, or run the pipeline through an agent that has one\n",
+		"orchestration: not served:\n  pipelines/orchestration/pipeline.yaml:101:3: error: node initial_llm_call: no model: set model: on the node, or run the pipeline through an agent that has one\n",
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("serve --explain: exit %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
