@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,8 +109,7 @@ func CheckItem(it *Item, now time.Time) error {
 	case it.TTL < 0:
 		return fmt.Errorf("store: put item %q: ttl %v, want >= 0", it.Key, it.TTL)
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(it.Value, &obj); err != nil || obj == nil {
+	if v := bytes.TrimLeft(it.Value, " \t\r\n"); len(v) == 0 || v[0] != '{' || !json.Valid(v) {
 		return fmt.Errorf("store: put item %q: the value must be a JSON object", it.Key)
 	}
 	if it.UpdatedAt.IsZero() {

@@ -103,8 +103,19 @@ func (s *pgStore) SearchItems(ctx context.Context, tenant string, q store.ItemQu
 	if err := store.CheckItemQuery(&q); err != nil {
 		return nil, err
 	}
+	query, args := pgItemSQL.Span(tenant, q.Prefix)
+	var first, last *string
+	if err := s.pool.QueryRow(ctx, query, args...).Scan(&first, &last); err != nil {
+		return nil, fmt.Errorf("store: search items: %w", err)
+	} else if first == nil {
+		return []store.Item{}, nil
+	}
+	only := ""
+	if *first == *last {
+		only = *first
+	}
 	now := time.Now()
-	query, args, q := pgItemSQL.Search(tenant, q, now)
+	query, args, q = pgItemSQL.Search(tenant, q, only, now)
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,4 +142,64 @@ func openBench(b *testing.B, dsn string) store.Store {
 	}
 	b.Cleanup(func() { s.Close() })
 	return s
+}
+
+// BenchmarkItemRatio times, in each iteration one after the other, a
+// checkpoint Put (the baseline), a put of a new item, a get of an item
+// without a TTL and a get of an item with one (its refresh is a write),
+// and reports the median of each and each item operation's ratio to the
+// Put (the target is 1.5): on a shared machine, load that comes and goes
+// weighs on all alike.
+func BenchmarkItemRatio(b *testing.B) {
+	s := openBench(b, filepath.Join(b.TempDir(), "s.db"))
+	items := s.(store.ItemStore)
+	ctx := context.Background()
+	ns := []string{"user", "u1"}
+	value := json.RawMessage(`{"fact":"` + strings.Repeat("x", 150) + `","kind":"note"}`)
+	for _, key := range []string{"plain", "ttl"} {
+		it := &store.Item{Namespace: ns, Key: key, Value: value}
+		if key == "ttl" {
+			it.TTL = time.Hour
+		}
+		if err := items.PutItem(ctx, "acme", it); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cp := &store.Checkpoint{Thread: "t", Node: "agent", Next: "tools", Status: "running",
+		Writes: smallWrites(), Pipeline: "bench", ConfigHash: "abc123", CreatedAt: time.Now()}
+	timed := func(f func() error) time.Duration {
+		start := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var puts, itemPuts, gets, refreshes []time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		cp.ID, cp.Parent, cp.Step = int64(n), int64(n-1), n
+		puts = append(puts, timed(func() error { return s.Put(ctx, cp) }))
+		itemPuts = append(itemPuts, timed(func() error {
+			return items.PutItem(ctx, "acme", &store.Item{Namespace: ns, Key: fmt.Sprint("k", n), Value: value})
+		}))
+		gets = append(gets, timed(func() error { _, err := items.Item(ctx, "acme", ns, "plain", true); return err }))
+		refreshes = append(refreshes, timed(func() error { _, err := items.Item(ctx, "acme", ns, "ttl", true); return err }))
+	}
+	put := median(puts)
+	b.ReportMetric(float64(put.Microseconds()), "checkpoint-put-µs")
+	for _, m := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"item-put", itemPuts}, {"item-get", gets}, {"item-get-refresh", refreshes}} {
+		d := median(m.ds)
+		b.ReportMetric(float64(d.Microseconds()), m.name+"-µs")
+		b.ReportMetric(float64(d)/float64(put), m.name+"-ratio")
+	}
+}
+
+// median returns the median of ds (which it sorts).
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }

@@ -50,6 +50,8 @@ const (
 	// [ns, key] pairs are the JSON array ?3, from ?2.
 	sqliteRefresh = `UPDATE OR ROLLBACK items SET expires_at = ?2 + ttl WHERE tenant = ?1 AND ttl > 0
 		AND (ns, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))`
+	// sqliteRefreshOne extends the TTL of item ?4 of namespace ?3.
+	sqliteRefreshOne = `UPDATE OR ROLLBACK items SET expires_at = ?2 + ttl WHERE tenant = ?1 AND ns = ?3 AND key = ?4 AND ttl > 0`
 	sqliteSweepItems = `DELETE FROM items WHERE expires_at > 0 AND expires_at <= ?1`
 )
 
@@ -67,7 +69,7 @@ func (s *sqliteStore) PutItem(ctx context.Context, tenant string, it *store.Item
 
 func (s *sqliteStore) Item(ctx context.Context, tenant string, ns []string, key string, refresh bool) (*store.Item, error) {
 	now := time.Now()
-	it, err := store.ScanItem(s.r.QueryRowContext(ctx, sqliteItem, tenant, store.NamespaceKey(ns), key, now.UnixNano()))
+	it, err := store.ScanItem(s.item.QueryRowContext(ctx, tenant, store.NamespaceKey(ns), key, now.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ItemNotFound(ns, key)
 	} else if err != nil {
@@ -97,8 +99,19 @@ func (s *sqliteStore) SearchItems(ctx context.Context, tenant string, q store.It
 	if err := store.CheckItemQuery(&q); err != nil {
 		return nil, err
 	}
+	query, args := sqliteItemSQL.Span(tenant, q.Prefix)
+	var first, last sql.NullString
+	if err := s.r.QueryRowContext(ctx, query, args...).Scan(&first, &last); err != nil {
+		return nil, fmt.Errorf("store: search items: %w", err)
+	} else if !first.Valid {
+		return []store.Item{}, nil
+	}
+	only := ""
+	if first == last {
+		only = first.String
+	}
 	now := time.Now()
-	query, args, q := sqliteItemSQL.Search(tenant, q, now)
+	query, args, q = sqliteItemSQL.Search(tenant, q, only, now)
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: search items: %w", err)
@@ -119,15 +132,21 @@ func (s *sqliteStore) SearchItems(ctx context.Context, tenant string, q store.It
 // and in items.
 func (s *sqliteStore) refresh(ctx context.Context, tenant string, now time.Time, items []store.Item) error {
 	nss, keys := store.Refresh(items, now)
-	if len(keys) == 0 {
+	var req *putReq
+	switch len(keys) {
+	case 0:
 		return nil
+	case 1:
+		req = &putReq{query: sqliteRefreshOne, args: []any{tenant, now.UnixNano(), nss[0], keys[0]}}
+	default:
+		pairs := make([][2]string, len(keys))
+		for i := range keys {
+			pairs[i] = [2]string{nss[i], keys[i]}
+		}
+		list, _ := json.Marshal(pairs)
+		req = &putReq{query: sqliteRefresh, args: []any{tenant, now.UnixNano(), string(list)}}
 	}
-	pairs := make([][2]string, len(keys))
-	for i := range keys {
-		pairs[i] = [2]string{nss[i], keys[i]}
-	}
-	list, _ := json.Marshal(pairs)
-	if _, err := s.commitPut(ctx, &putReq{query: sqliteRefresh, args: []any{tenant, now.UnixNano(), string(list)}}); err != nil {
+	if _, err := s.commitPut(ctx, req); err != nil {
 		return fmt.Errorf("store: refresh items: %w", err)
 	}
 	return nil

@@ -314,6 +314,7 @@ type sqliteStore struct {
 	threads, threadsAfter *sql.Stmt
 	// the reads of a thread record, a run and a run's events
 	threadRecord, run, events *sql.Stmt
+	item                      *sql.Stmt // the read of an item
 	wr                        writer // the group commit's (batch.go)
 	group                     store.Group[*putReq]
 	ckpt                      *checkpointer
@@ -374,6 +375,7 @@ func (s *sqliteStore) init(path, busy string, opt options) error {
 	s.lastID, s.load, s.history = prepare(s.r, sqliteLastID), prepare(s.r, sqliteLoad), prepare(s.r, sqliteHistory)
 	s.threads, s.threadsAfter = prepare(s.r, sqliteThreads), prepare(s.r, sqliteThreadsAfter)
 	s.threadRecord, s.run, s.events = prepare(s.r, sqliteThreadRecord), prepare(s.r, sqliteRun), prepare(s.r, sqliteEvents)
+	s.item = prepare(s.r, sqliteItem)
 	return err
 }
 
@@ -577,7 +579,7 @@ func (s *sqliteStore) Close() error {
 	if s.w != nil {
 		err = s.onWriter(func(w *writer) error { w.close(); return nil })
 	}
-	for _, stmt := range []*sql.Stmt{s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.threadRecord, s.run, s.events} {
+	for _, stmt := range []*sql.Stmt{s.lastID, s.load, s.history, s.threads, s.threadsAfter, s.threadRecord, s.run, s.events, s.item} {
 		if stmt != nil {
 			err = errors.Join(err, stmt.Close())
 		}
