@@ -315,7 +315,7 @@ type sqliteStore struct {
 	// the reads of a thread record, a run and a run's events
 	threadRecord, run, events *sql.Stmt
 	item                      *sql.Stmt // the read of an item
-	wr                        writer // the group commit's (batch.go)
+	wr                        writer    // the group commit's (batch.go)
 	group                     store.Group[*putReq]
 	ckpt                      *checkpointer
 }
