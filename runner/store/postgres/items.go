@@ -11,7 +11,7 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// pgItemsSchema creates version 7's items: the long-term memory store's
+// pgItemsSchema creates version 8's items: the long-term memory store's
 // items (store.ItemStore), keyed by tenant, namespace (its
 // store.NamespaceKey, compared byte by byte so a prefix is a range of
 // keys) and key; items_updated gives a namespace's items newest first,

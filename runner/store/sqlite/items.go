@@ -12,7 +12,7 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// sqliteItemsSchema creates version 14's items: the long-term memory
+// sqliteItemsSchema creates version 15's items: the long-term memory
 // store's items (store.ItemStore), keyed by tenant, namespace (its
 // store.NamespaceKey, so a prefix is a range of keys) and key;
 // items_updated gives a namespace's items newest first, items_expiry the
