@@ -149,6 +149,7 @@ func (c *Checker) compile(proj *Project, name string, opt CompileOptions) (*runn
 	if a := opt.Agent; a != nil && descriptionOf(a.Doc) != "" {
 		g.Description = descriptionOf(a.Doc)
 	}
+	g.About = about(proj.Pipelines[name], cc.tools)
 	return g, cc, nil
 }
 

@@ -85,6 +85,8 @@ type Graph struct {
 	// Tools are the tools its nodes can call, by name: CheckResume checks
 	// a reviewer's edited arguments against them.
 	Tools map[string]*ToolSpec
+	// About describes the graph for people (nil: nothing is said).
+	About *About
 }
 
 // Field is a declared state field.

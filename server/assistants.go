@@ -37,8 +37,12 @@ func (s *Server) assistant(name string) assistant {
 	at := stamp(s.started)
 	a := assistant{AssistantID: AssistantID(name), GraphID: name, Name: name, Config: map[string]any{}, Context: map[string]any{},
 		Metadata: map[string]any{"created_by": "system"}, Version: 1, CreatedAt: at, UpdatedAt: at}
-	if g := s.cfg.Graphs[name]; g.Agent != nil {
+	g := s.cfg.Graphs[name]
+	if g.Agent != nil {
 		a.Metadata["model"], a.Metadata["pipeline"] = g.Agent.Model, g.Name
+	}
+	if g.Description != "" {
+		a.Description = &g.Description
 	}
 	return a
 }
@@ -371,41 +375,13 @@ func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
 	return s.writeAssistant(w, r, r.PathValue("id"))
 }
 
-// getAssistantGraph draws the graph as nodes and edges, from __start__
-// to __end__.
+// getAssistantGraph draws the graph as nodes and edges (graphJSON).
 func (s *Server) getAssistantGraph(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.resolve(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	g := a.g
-	type node struct {
-		ID   string         `json:"id"`
-		Type string         `json:"type"`
-		Data map[string]any `json:"data"`
-	}
-	type edge struct {
-		Source      string `json:"source"`
-		Target      string `json:"target"`
-		Conditional bool   `json:"conditional"`
-	}
-	nodes := []node{{ID: "__start__", Type: "schema", Data: map[string]any{"name": "__start__"}}}
-	var edges []edge
-	if g.Start != "" {
-		edges = append(edges, edge{Source: "__start__", Target: g.Start})
-	}
-	for _, rt := range g.StartRoutes {
-		edges = append(edges, edge{Source: "__start__", Target: apiNode(rt.To), Conditional: true})
-	}
-	for _, name := range sortedNames(g.Nodes) {
-		st := g.Nodes[name]
-		nodes = append(nodes, node{ID: name, Type: "runnable", Data: map[string]any{"name": name, "type": st.Type}})
-		for _, rt := range st.Routes {
-			edges = append(edges, edge{Source: name, Target: apiNode(rt.To), Conditional: rt.When != nil || len(st.Routes) > 1})
-		}
-	}
-	nodes = append(nodes, node{ID: "__end__", Type: "schema", Data: map[string]any{"name": "__end__"}})
-	writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes, "edges": edges})
+	writeJSON(w, http.StatusOK, graphJSON(a.g))
 	return nil
 }
 
@@ -417,8 +393,9 @@ func apiNode(n string) string {
 	return n
 }
 
-// getAssistantSchemas lists the state fields: runner's compiled graph
-// keeps their names, not their declared types.
+// getAssistantSchemas gives the input's declared JSON Schema and lists
+// the state fields: runner's compiled graph keeps their names, not their
+// declared types.
 func (s *Server) getAssistantSchemas(w http.ResponseWriter, r *http.Request) error {
 	a, err := s.resolve(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -429,7 +406,11 @@ func (s *Server) getAssistantSchemas(w http.ResponseWriter, r *http.Request) err
 		props[f] = map[string]any{}
 	}
 	schema := map[string]any{"type": "object", "title": a.g.Name, "properties": props}
-	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.name, "input_schema": schema, "output_schema": schema,
+	input := schema
+	if a.g.InputSchema != nil {
+		input = a.g.InputSchema
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"graph_id": a.name, "input_schema": input, "output_schema": schema,
 		"state_schema": schema, "config_schema": map[string]any{"type": "object", "properties": map[string]any{}}})
 	return nil
 }

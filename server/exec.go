@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -338,6 +339,7 @@ func (s *Server) finish(l *liveRun, status string) {
 	s.mu.Unlock()
 	s.end(l, status)
 	s.ended(l, status)
+	s.changes.publish(l.rec.Tenant, threadChange{Thread: access.ThreadID(l.rec.Thread), Reason: "run_ended", Status: status})
 	if l.undone {
 		if err := s.runs.DeleteRun(context.WithoutCancel(l.ctx), l.rec.ID); err != nil {
 			s.cfg.Log.Error("rollback: run record not deleted", "run", l.rec.ID, "err", err)

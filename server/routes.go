@@ -81,6 +81,7 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "POST /assistants/{id}/versions", summary: "List an assistant's versions, newest first", body: query, reply: many, handle: s.listVersions},
 		{pattern: "GET /assistants/{id}/graph", summary: "Draw an assistant's graph as nodes and edges", reply: object, handle: s.getAssistantGraph},
 		{pattern: "GET /assistants/{id}/schemas", summary: "An assistant's state fields", reply: object, handle: s.getAssistantSchemas},
+		{pattern: "GET /assistants/{id}/policy", summary: "An assistant's rules, budgets and tools", reply: object, handle: s.getAssistantPolicy},
 
 		{pattern: "POST /threads", summary: "Create a thread", body: object, reply: object, handle: s.createThread},
 		{pattern: "POST /threads/search", summary: "Search the threads by status, metadata and values", body: object, reply: objects, handle: s.searchThreads},
@@ -92,6 +93,7 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "POST /threads/{thread}/state", summary: "Write values to a thread as a node would", body: object, reply: object, handle: s.updateState},
 		{pattern: "POST /threads/{thread}/history", summary: "A thread's states, newest first", body: object, reply: objects, handle: s.history},
 		{pattern: "GET /threads/{thread}/stream", summary: "Stream the events of a thread's runs", stream: true, handle: s.threadStream},
+		{pattern: "POST /threads/{thread}/copy", summary: "Fork a thread from a checkpoint into a new thread", body: object, reply: object, handle: s.copyThread},
 
 		{pattern: "POST /threads/{thread}/runs", summary: "Start a run in the background", body: run, reply: object, handle: s.createBackgroundRun},
 		{pattern: "POST /threads/{thread}/runs/stream", summary: "Start a run and stream its events", body: run, stream: true, handle: s.createStreamRun},
@@ -109,6 +111,7 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "POST /a2a/{assistant_id}", summary: "An assistant over A2A: JSON-RPC message/send, message/stream, tasks/get", body: reflect.TypeFor[rpcRequest](), reply: object, handle: s.a2aRPC},
 		{pattern: "GET /.well-known/agent-card.json", summary: "The A2A agent card of the assistant_id query parameter's assistant", reply: reflect.TypeFor[a2a.AgentCard](), handle: s.agentCard},
 		{pattern: "POST /tests/run", summary: "Run the project's Test documents", body: object, reply: object, handle: s.runTests},
+		{pattern: "GET /approvals/stream", summary: "Tell when the tenant's approvals may have changed", stream: true, handle: s.approvalsStream},
 
 		{pattern: "GET /ok", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
 		{pattern: "GET /healthz", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},

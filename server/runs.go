@@ -135,6 +135,7 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 	l.plan = p
 	s.live[rec.ID] = l
 	s.runAdmitted(rec.Thread)
+	s.changes.publish(rec.Tenant, threadChange{Thread: access.ThreadID(rec.Thread), Reason: "run_admitted"})
 	var watched *liveRun
 	if watch {
 		l.streams.Add(1)

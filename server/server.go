@@ -128,6 +128,7 @@ type Server struct {
 	tracing *tracing
 	convs   *convHub
 	mcpKey  []byte // what /mcp signs its sessions and request states with
+	changes changeHub
 }
 
 // assistantNS is the namespace of assistant ids: uuid5(assistantNS, name).

@@ -113,44 +113,66 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.threadDeleted(rec.ID)
+	s.changes.publish(principal(r.Context()).Tenant, threadChange{Thread: r.PathValue("thread"), Reason: "deleted"})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // searchThreads lists the tenant's threads that match status, metadata
-// and values (each a subset of the thread's), newest first.
+// and values (each a subset of the thread's) and were created in the
+// window created_after..created_before (RFC 3339, each optional), newest
+// first, a page of limit (default 10) from offset. Only the threads the
+// page needs are read beyond their records: those it shows, and with a
+// status or values filter those it looks at.
 func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	var q struct {
-		Status   string         `json:"status"`
-		Metadata map[string]any `json:"metadata"`
-		Values   map[string]any `json:"values"`
-		IDs      []string       `json:"ids"`
-		Limit    int            `json:"limit"`
-		Offset   int            `json:"offset"`
+		Status        string         `json:"status"`
+		Metadata      map[string]any `json:"metadata"`
+		Values        map[string]any `json:"values"`
+		IDs           []string       `json:"ids"`
+		CreatedAfter  *time.Time     `json:"created_after"`
+		CreatedBefore *time.Time     `json:"created_before"`
+		Limit         int            `json:"limit"`
+		Offset        int            `json:"offset"`
 	}
 	if err := decodeBody(r, &q); err != nil {
 		return err
+	}
+	if q.Limit <= 0 {
+		q.Limit = 10
 	}
 	p := principal(r.Context())
 	recs, err := s.runs.ThreadRecords(r.Context(), p.Tenant)
 	if err != nil {
 		return err
 	}
+	byState := q.Status != "" || len(q.Values) > 0
 	out := []map[string]any{}
-	for i := range recs {
-		if access.Authorize(p, recs[i].ID, recs[i].Tenant) != nil || len(q.IDs) > 0 && !contains(q.IDs, access.ThreadID(recs[i].ID)) {
+	for i := 0; i < len(recs) && len(out) < q.Limit; i++ {
+		rec := &recs[i]
+		if access.Authorize(p, rec.ID, rec.Tenant) != nil || len(q.IDs) > 0 && !contains(q.IDs, access.ThreadID(rec.ID)) ||
+			len(q.Metadata) > 0 && !subset(q.Metadata, metadata(rec.Metadata)) ||
+			q.CreatedAfter != nil && !rec.CreatedAt.After(*q.CreatedAfter) || q.CreatedBefore != nil && !rec.CreatedAt.Before(*q.CreatedBefore) {
 			continue
 		}
-		t, err := s.threadJSON(r.Context(), &recs[i])
+		if !byState && q.Offset > 0 {
+			q.Offset--
+			continue
+		}
+		t, err := s.threadJSON(r.Context(), rec)
 		if err != nil {
 			return err
 		}
-		if (q.Status == "" || t["status"] == q.Status) && subset(q.Metadata, t["metadata"].(map[string]any)) &&
-			subset(q.Values, t["values"].(map[string]any)) {
-			out = append(out, t)
+		if q.Status != "" && t["status"] != q.Status || !subset(q.Values, t["values"].(map[string]any)) {
+			continue
 		}
+		if q.Offset > 0 {
+			q.Offset--
+			continue
+		}
+		out = append(out, t)
 	}
-	writeJSON(w, http.StatusOK, page(out, q.Limit, q.Offset))
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
