@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/runner-dev/runner/server/console"
 )
 
 // endpoint is one route of the API: the method and path it serves, what
@@ -151,7 +152,7 @@ func (s *Server) routes() *http.ServeMux {
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
-	mux.Handle("/", s.authenticate(s.limitStreams(s.limitBody(api))))
+	mux.Handle("/", console.Front(s.authenticate(s.limitStreams(s.limitBody(api)))))
 	outer := http.NewServeMux()
 	outer.Handle("/", s.bound(s.logRequests(s.cors(mux))))
 	return outer
