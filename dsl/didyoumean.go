@@ -1,6 +1,6 @@
 package dsl
 
-import "github.com/runner-dev/runner/internal/suggest"
+import "github.com/runner-dev/runner/runner/suggest"
 
 // suggestName and didYouMean are the project's one did-you-mean.
 var (

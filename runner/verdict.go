@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runner-dev/runner/internal/suggest"
+	"github.com/runner-dev/runner/runner/suggest"
 )
 
 // The decide path. Every gate — before a tool call, after one, before a

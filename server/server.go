@@ -24,7 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runner-dev/runner/builtins/testrun"
-	"github.com/runner-dev/runner/internal/suggest"
+	"github.com/runner-dev/runner/runner/suggest"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/runner-dev/runner/dsl"
-	"github.com/runner-dev/runner/internal/suggest"
+	"github.com/runner-dev/runner/runner/suggest"
 )
 
 // resolveTarget reads the NAME argument of exec and graph. A name is an
