@@ -24,10 +24,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/runner-dev/runner/builtins/testrun"
-	"github.com/runner-dev/runner/runner/suggest"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/suggest"
 )
 
 // Config is what a Server serves and how.
