@@ -201,10 +201,16 @@ func open(t *testing.T, root context.Context, url, name string) *browser {
 	return b
 }
 
+// patience multiplies every wait of the suite: CI runs it beside other
+// packages' tests under -race, where a page takes several times as long
+// as on a quiet machine. A wait bounds how long the suite waits before it
+// fails, it measures nothing.
+const patience = 3
+
 // do runs steps, failing the test (with a screenshot) on an error.
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, patience*20*time.Second)
 	defer cancel()
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.shot("failed-" + b.name)
@@ -215,6 +221,7 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 // until waits for a JavaScript condition to hold.
 func (b *browser) until(what, cond string, within time.Duration) {
 	b.t.Helper()
+	within *= patience
 	ctx, cancel := context.WithTimeout(b.ctx, within+5*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
@@ -225,7 +232,7 @@ func (b *browser) until(what, cond string, within time.Duration) {
 
 // text evaluates an expression to a string.
 func (b *browser) text(expr string) string {
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, patience*10*time.Second)
 	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
 	if err != nil {
@@ -236,7 +243,7 @@ func (b *browser) text(expr string) string {
 
 // shot writes a screenshot of the page to the screenshot directory.
 func (b *browser) shot(name string) {
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(b.ctx, patience*10*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
