@@ -402,7 +402,7 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 	first := calls[0].entry
 	gate := r.gateRule(first.Rule)
 	h := gate.Action.HITL
-	decisions := allowedDecisions(h, first.trigger())
+	decisions := AllowedDecisions(h, first.trigger())
 	var actions, configs, callIDs []any
 	var msg string
 	for _, c := range calls {

@@ -54,8 +54,8 @@ var decisionsOn = map[string][]string{
 	BeforeLLMCall:  {DecisionApprove, DecisionReject},
 }
 
-// allowedDecisions are the decisions a gate's rule allows on a trigger.
-func allowedDecisions(h *HITL, trigger string) []string {
+// AllowedDecisions are the decisions a gate's rule allows on a trigger.
+func AllowedDecisions(h *HITL, trigger string) []string {
 	on := decisionsOn[trigger]
 	if len(h.Decisions) == 0 {
 		return on
@@ -108,7 +108,7 @@ func decide(v any, calls []heldCall) (*Verdict, error) {
 
 // accept checks a decision against the call it decides.
 func (c heldCall) accept(d *Decision) error {
-	if allowed := allowedDecisions(c.hitl, c.trigger); !slices.Contains(allowed, d.Type) {
+	if allowed := AllowedDecisions(c.hitl, c.trigger); !slices.Contains(allowed, d.Type) {
 		return fmt.Errorf("%s is not allowed on this gate (%s); allowed: %s", d.Type, c.trigger, strings.Join(allowed, ", "))
 	}
 	if d.Type != DecisionEdit {

@@ -3,7 +3,6 @@ package server
 import (
 	"net/http"
 
-	"github.com/runner-dev/runner/builtins/testrun"
 	"github.com/runner-dev/runner/dsl"
 )
 
@@ -11,13 +10,9 @@ import (
 type testsRequest struct {
 	// Filter runs only the Tests whose name contains it.
 	Filter string `json:"filter"`
-}
-
-// testsReport is the answer of POST /tests/run.
-type testsReport struct {
-	Passed int               `json:"passed"`
-	Failed int               `json:"failed"`
-	Tests  []testrun.Outcome `json:"tests"`
+	// Cover adds what the Tests took of the project's pipelines and rule
+	// sets (testrun.Coverage) to the report.
+	Cover bool `json:"cover"`
 }
 
 // runTests runs the served project's Test documents with the harness
@@ -47,13 +42,9 @@ func (s *Server) runTests(w http.ResponseWriter, r *http.Request) error {
 		return problemf(http.StatusTooManyRequests, "Tests are running for another request; try again when they are done")
 	}
 	defer s.testing.Unlock()
-	rep := testsReport{Tests: s.cfg.Tests.Run(r.Context(), tests, false)}
-	for _, o := range rep.Tests {
-		if o.Passed {
-			rep.Passed++
-		} else {
-			rep.Failed++
-		}
+	rep := s.cfg.Tests.Report(r.Context(), tests, false, req.Cover)
+	if rep.Coverage != nil { // another tenant's rule sets are not the caller's to see
+		rep.Coverage = rep.Coverage.Seen(p.Sees)
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +15,8 @@ import (
 )
 
 // testsSrc is a pipeline with three Tests: one that passes, one that
-// fails at its assertion (line 26), and one of tenant other.
+// fails at its assertion (line 26), and one of tenant other, whose rule
+// set comes last.
 const testsSrc = `apiVersion: runner/v1
 kind: Pipeline
 metadata: {name: count}
@@ -47,6 +50,18 @@ metadata: {name: count_for_other}
 pipeline: count
 tenant: other
 expect: {status: completed}
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: other_limits}
+tenant: other
+state:
+  n: {type: integer}
+rules:
+  - key: other:too_many
+    on: after_node
+    when: state.n > 100
+    do: {abort: {reason: too many}}
 `
 
 // suite loads src as a project's Test documents.
@@ -96,5 +111,34 @@ func TestRunTestDocumentsNotServed(t *testing.T) {
 	e := newEnv(t)
 	if p := e.call("POST", "/tests/run", nil, 404); !strings.Contains(p["detail"].(string), "serves no Test documents") {
 		t.Errorf("%v", p)
+	}
+}
+
+// TestRunTestDocumentsCover: a report with coverage shows the caller the
+// pipelines and the rule sets of no tenant or its own, never another
+// tenant's.
+func TestRunTestDocumentsCover(t *testing.T) {
+	e := newEnv(t, func(c *server.Config) { c.Tests = suite(t, testsSrc) })
+	groups := func(rep map[string]any) []string {
+		c, _ := rep["coverage"].(map[string]any)
+		gs, _ := c["groups"].([]any)
+		var out []string
+		for _, g := range gs {
+			g := g.(map[string]any)
+			out = append(out, fmt.Sprintf("%s %s %v/%v", g["kind"], g["name"], g["taken"], g["total"]))
+		}
+		return out
+	}
+	if rep := e.call("POST", "/tests/run", map[string]any{}, 200); rep["coverage"] != nil {
+		t.Errorf("coverage not asked for: %v", rep["coverage"])
+	}
+	rep := e.call("POST", "/tests/run", map[string]any{"cover": true}, 200)
+	if got := groups(rep); !slices.Equal(got, []string{"Pipeline count 1/1"}) {
+		t.Errorf("groups %v, want the pipeline alone", got)
+	}
+	e.key = otherKey
+	rep = e.call("POST", "/tests/run", map[string]any{"cover": true}, 200)
+	if got := groups(rep); !slices.Equal(got, []string{"Pipeline count 1/1", "RuleSet other_limits 0/1"}) {
+		t.Errorf("tenant other's groups %v, want its rule set too", got)
 	}
 }

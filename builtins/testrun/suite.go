@@ -36,12 +36,53 @@ func (s *Suite) Tests(filter string) []*dsl.TestDef {
 	return out
 }
 
+// Report is how a run of Tests went: what runner test --format json
+// prints and POST /tests/run answers.
+type Report struct {
+	Passed int       `json:"passed"`
+	Failed int       `json:"failed"`
+	Tests  []Outcome `json:"tests"`
+	// Coverage, when asked for, is what the Tests took of the project.
+	Coverage *Coverage `json:"coverage,omitempty"`
+}
+
+// Report runs tests as Run does and counts how they went; with cover, it
+// also reports what they took of the project's pipelines and rule sets
+// (all of them, the Tests run or not).
+func (s *Suite) Report(ctx context.Context, tests []*dsl.TestDef, live, cover bool) *Report {
+	var hits map[mark]int
+	if cover {
+		hits = map[mark]int{}
+	}
+	rep := &Report{Tests: s.run(ctx, tests, live, hits)}
+	for _, o := range rep.Tests {
+		if o.Passed {
+			rep.Passed++
+		} else {
+			rep.Failed++
+		}
+	}
+	if cover {
+		rep.Coverage = coverage(s.Project, hits)
+	}
+	return rep
+}
+
 // Run runs tests one after the other; live lets unmocked calls through.
 func (s *Suite) Run(ctx context.Context, tests []*dsl.TestDef, live bool) []Outcome {
+	return s.run(ctx, tests, live, nil)
+}
+
+// run is Run; with hits set, it counts in it what the Tests take.
+func (s *Suite) run(ctx context.Context, tests []*dsl.TestDef, live bool, hits map[mark]int) []Outcome {
 	out := make([]Outcome, 0, len(tests))
 	for _, t := range tests {
 		start := time.Now()
-		problems := Run(ctx, s.Checker, s.Project, t, live)
+		var tr *tracker
+		if hits != nil {
+			tr = newTracker(hits, t.Tenant)
+		}
+		problems := runTest(ctx, s.Checker, s.Project, t, live, tr)
 		pos := t.Doc.Pos(t.Doc.Root).String()
 		for i, p := range problems {
 			if !strings.HasPrefix(p, t.Doc.File+":") { // not at an expectation: at the Test

@@ -25,6 +25,12 @@ import (
 // call the Test does not answer (see liveGuard) ends the run, and is all
 // it reports.
 func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef, live bool) []string {
+	return runTest(ctx, checker, proj, t, live, nil)
+}
+
+// runTest is Run; when tr is set, it also reads the events of the Test's
+// runs (before: runs included) into tr.
+func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.TestDef, live bool, tr *tracker) []string {
 	calls := &callLog{}
 	ms, err := mocks(proj, t.Mocks)
 	if err != nil {
@@ -45,7 +51,11 @@ func Run(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *dsl.Te
 	st := store.NewMemory()
 	defer st.Close()
 	clock := newClock()
-	e := &runner.Engine{Store: st, Sink: calls.record, Clock: clock, Tenant: t.Tenant}
+	sink := calls.record
+	if tr != nil {
+		sink = func(ev runner.Event) { calls.record(ev); tr.event(ev) }
+	}
+	e := &runner.Engine{Store: st, Sink: sink, Clock: clock, Tenant: t.Tenant}
 	if problems := runBefore(ctx, e, t, compile); problems != nil {
 		return append(guard.problems(), problems...)
 	}

@@ -1,0 +1,69 @@
+package testrun
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
+)
+
+// TestCoverage runs Tests that take some of each kind of item and checks
+// what the coverage says of every item.
+func TestCoverage(t *testing.T) {
+	suite := loadSuite(t, "testdata/cover.yaml")
+	rep := suite.Report(context.Background(), suite.Tests(""), false, true)
+	if rep.Failed > 0 {
+		t.Fatalf("a Test failed: %+v", rep.Tests)
+	}
+	type seen struct {
+		kind, what string
+		line, hits int
+	}
+	var got []seen
+	for _, g := range rep.Coverage.Groups {
+		for _, it := range g.Items {
+			got = append(got, seen{it.Kind, g.Name + ": " + it.What, it.Pos.Line, it.Hits})
+		}
+	}
+	want := []seen{
+		{ItemRule, "gates: gates:refund fires (before_tool_call)", 16, 2},
+		{ItemDecision, "gates: gates:refund: approve", 19, 2},
+		{ItemDecision, "gates: gates:refund: reject", 19, 0},
+		{ItemRule, "gates: gates:never fires (before_tool_call)", 20, 0},
+		{ItemStart, `pay: start → ask (when state.kind == "ask")`, 34, 1},
+		{ItemStart, "pay: start → pay (default)", 35, 2},
+		{ItemInterrupt, "pay: ask resumed", 37, 2},
+		{ItemRoute, "pay: ask → END (default)", 40, 2},
+		{ItemOnError, "pay: pay on_error → ask (any error)", 44, 1},
+		{ItemRoute, "pay: pay → END (when state.paid != nil)", 47, 1},
+		{ItemRoute, "pay: pay → ask (default)", 48, 0},
+	}
+	slices.SortStableFunc(got, func(a, b seen) int { return a.line - b.line })
+	slices.SortStableFunc(want, func(a, b seen) int { return a.line - b.line })
+	if !slices.Equal(got, want) {
+		t.Errorf("items\n got: %+v\nwant: %+v", got, want)
+	}
+	if c := rep.Coverage; c.Taken != 8 || c.Total != 11 {
+		t.Errorf("coverage %d/%d, want 8/11", c.Taken, c.Total)
+	}
+	if rep := suite.Report(context.Background(), suite.Tests(""), false, false); rep.Coverage != nil || rep.Passed != 3 {
+		t.Errorf("without cover: %+v, want 3 passed and no coverage", rep)
+	}
+}
+
+// loadSuite checks the documents at path into a Suite.
+func loadSuite(t *testing.T, path string) *Suite {
+	t.Helper()
+	checker, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, diags := dsl.Load(path)
+	proj, more := checker.Check(docs)
+	if diags = append(diags, more...); diags.HasErrors(false) {
+		t.Fatal(diags)
+	}
+	return &Suite{Checker: checker, Project: proj}
+}
