@@ -53,14 +53,14 @@ func TestCoverage(t *testing.T) {
 	}
 }
 
-// loadSuite checks the documents at path into a Suite.
-func loadSuite(t *testing.T, path string) *Suite {
+// loadSuite checks the documents at paths into a Suite.
+func loadSuite(t testing.TB, paths ...string) *Suite {
 	t.Helper()
 	checker, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, diags := dsl.Load(path)
+	docs, diags := dsl.Load(paths...)
 	proj, more := checker.Check(docs)
 	if diags = append(diags, more...); diags.HasErrors(false) {
 		t.Fatal(diags)
