@@ -164,7 +164,7 @@ func (c *graphCompiler) graph(name string) (*runner.Graph, error) {
 	g := &runner.Graph{Name: name, Start: p.Start, StartRoutes: compileRoutes(p.StartRoutes), MaxSteps: p.MaxSteps, Timeout: p.Timeout,
 		OnTimeout: p.OnTimeout, OnError: p.OnError, HandlerTimeout: p.HandlerTimeout,
 		InterruptBefore: p.InterruptBefore, InterruptAfter: p.InterruptAfter, Durability: p.Durability,
-		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput}
+		Fields: map[string]runner.Field{}, Nodes: map[string]*runner.Step{}, CheckInput: p.CheckInput, CheckState: p.CheckState}
 	if p.DeclaresConfig() {
 		g.Configure = p.Configure
 	}

@@ -56,16 +56,17 @@ type ConfigError struct {
 func (e *ConfigError) Error() string {
 	msgs := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		msgs[i] = "config.configurable." + p.Field() + ": " + p.Message
-		if p.Hint != "" {
-			msgs[i] += "; " + p.Hint
-		}
+		msgs[i] = withHint("config.configurable."+p.Field()+": "+p.Message, p.Hint)
 	}
 	return fmt.Sprintf("%v for pipeline %s: %s", runner.ErrInput, e.Pipeline, strings.Join(msgs, "; "))
 }
 
 // Unwrap makes a ConfigError a runner.ErrInput.
 func (e *ConfigError) Unwrap() error { return runner.ErrInput }
+
+// FieldErrors locates each problem (runner.FieldErrors), from the
+// parameter's name.
+func (e *ConfigError) FieldErrors() []runner.FieldError { return fieldErrors(e.Problems) }
 
 // Configure checks configurable values against the pipeline's parameters
 // and returns them normalised, with the defaults of those left out

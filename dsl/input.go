@@ -19,11 +19,15 @@ import (
 )
 
 // InputError is a run input that does not fit its pipeline: a field the
-// pipeline does not accept, or a value of the wrong type. It wraps
-// runner.ErrInput.
+// pipeline does not accept, or a value of the wrong type; or values
+// written to a thread's state that do not fit its fields (State). It
+// wraps runner.ErrInput.
 type InputError struct {
 	Pipeline string
 	Problems []InputProblem
+	// State marks values written to a thread's state (CheckState), not
+	// a run's input.
+	State bool
 }
 
 // InputProblem is one field of a run input that does not fit.
@@ -60,21 +64,41 @@ func (p InputProblem) Field() string {
 }
 
 // Text is the problem without its hint: input field "n": expected integer, got string.
-func (p InputProblem) Text() string {
+func (p InputProblem) Text() string { return p.text("input") }
+
+// text is Text for values of what (input, state).
+func (p InputProblem) text(what string) string {
 	if len(p.Path) == 0 {
-		return "input: " + p.Message
+		return what + ": " + p.Message
 	}
 	if p.keyed() {
-		return fmt.Sprintf("input field %q %s", p.Field(), p.Message)
+		return fmt.Sprintf("%s field %q %s", what, p.Field(), p.Message)
 	}
-	return fmt.Sprintf("input field %q: %s", p.Field(), p.Message)
+	return fmt.Sprintf("%s field %q: %s", what, p.Field(), p.Message)
 }
 
-func (p InputProblem) String() string {
-	if p.Hint != "" {
-		return p.Text() + "; " + p.Hint
+func (p InputProblem) String() string { return withHint(p.Text(), p.Hint) }
+
+// withHint is msg followed by hint, when there is one.
+func withHint(msg, hint string) string {
+	if hint != "" {
+		return msg + "; " + hint
 	}
-	return p.Text()
+	return msg
+}
+
+// fieldErrors are problems as runner.FieldErrors gives them: each
+// problem's path from the field, with its message and hint.
+func fieldErrors(problems []InputProblem) []runner.FieldError {
+	out := make([]runner.FieldError, len(problems))
+	for i, p := range problems {
+		msg := p.Message
+		if p.keyed() { // "is not a state field of ...": the field itself
+			msg = "the field " + msg
+		}
+		out[i] = runner.FieldError{Path: p.Field(), Message: withHint(msg, p.Hint)}
+	}
+	return out
 }
 
 // node returns the YAML node of the problem in an input mapping n: the
@@ -105,15 +129,22 @@ func (p InputProblem) node(n *yaml.Node) *yaml.Node {
 }
 
 func (e *InputError) Error() string {
+	what, err := "input", runner.ErrInput.Error()
+	if e.State {
+		what, err = "state", "invalid state values"
+	}
 	msgs := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
-		msgs[i] = p.String()
+		msgs[i] = withHint(p.text(what), p.Hint)
 	}
-	return fmt.Sprintf("%v for pipeline %s: %s", runner.ErrInput, e.Pipeline, strings.Join(msgs, "; "))
+	return fmt.Sprintf("%s for pipeline %s: %s", err, e.Pipeline, strings.Join(msgs, "; "))
 }
 
 // Unwrap makes an InputError a runner.ErrInput.
 func (e *InputError) Unwrap() error { return runner.ErrInput }
+
+// FieldErrors locates each problem (runner.FieldErrors).
+func (e *InputError) FieldErrors() []runner.FieldError { return fieldErrors(e.Problems) }
 
 // CheckInput checks a run input against the pipeline and returns it
 // normalised: integers as int64 (an integral number is accepted for an
@@ -166,6 +197,51 @@ func (p *Pipeline) checkInput(v any) (map[string]any, []InputProblem) {
 	}
 	return out, append(problems, p.fillInput(out)...)
 }
+
+// CheckState checks values written to a thread's state — a state edit, a
+// command's update, a resumed run's input — against the pipeline's state
+// fields, as CheckInput checks a run's input (runner.Graph.CheckState):
+// each must be a state field, its value of the field's type; a field
+// whose reducer appends (append, messages) also takes one item. It returns
+// them normalised; the error is an *InputError (State) naming every field
+// that does not fit.
+func (p *Pipeline) CheckState(values map[string]any) (map[string]any, error) {
+	values, _ = runner.NormalizeJSON(values).(map[string]any)
+	var problems []InputProblem
+	out := make(map[string]any, len(values))
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		t, ok := p.State.Fields[name]
+		if !ok {
+			problems = append(problems, InputProblem{Path: []any{name}, Message: "is not a state field of pipeline " + p.Name, unknown: true,
+				Hint: hintOr(didYouMean(name, p.State.FieldNames()), acceptedFields(p.State))})
+			continue
+		}
+		if _, list := values[name].([]any); !list && appends(p.field(name)) {
+			t = t.Items // one item to append
+		}
+		c := &conformance{}
+		out[name], _ = c.conform(values[name], t, []any{name})
+		problems = append(problems, c.problems...)
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Pipeline: p.Name, Problems: problems, State: true}
+	}
+	return out, nil
+}
+
+// field returns the state field called name, or nil.
+func (p *Pipeline) field(name string) *Field {
+	for _, f := range p.Fields {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// appends reports whether f's reducer appends what it is given: a list's
+// items, or one item.
+func appends(f *Field) bool { return f != nil && (f.Reducer == "append" || f.Reducer == "messages") }
 
 // fillInput adds the declared defaults of the fields input leaves out,
 // and returns a problem for each required field it lacks.

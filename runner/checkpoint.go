@@ -270,20 +270,20 @@ func decodeInto(data []byte, v any) error {
 func checkResumable(g *Graph, cps []*store.Checkpoint, force bool) error {
 	last := cps[len(cps)-1]
 	if last.Status == StatusCompleted {
-		return fmt.Errorf("thread %s already completed", last.Thread)
+		return notResumable(fmt.Errorf("thread %s already completed", last.Thread))
 	}
 	if last.Pipeline != g.Name {
-		return fmt.Errorf("thread %s runs pipeline %s, not %s", last.Thread, last.Pipeline, g.Name)
+		return notResumable(fmt.Errorf("thread %s runs pipeline %s, not %s", last.Thread, last.Pipeline, g.Name))
 	}
 	if last.ConfigHash != g.Hash && !force {
 		var m meta
 		_ = decodeInto(cps[0].Meta, &m)
-		return fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
-			last.Thread, changedDefs(m.Defs, g.Defs))
+		return notResumable(fmt.Errorf("thread %s ran under other definitions (changed: %s); resume with --force to continue under the new ones",
+			last.Thread, changedDefs(m.Defs, g.Defs)))
 	}
 	if g.Nodes[last.Next] == nil {
-		return fmt.Errorf("thread %s cannot resume: it stopped before node %q, which pipeline %s no longer has; "+
-			"restore the node under that name (or the definitions the thread ran with), or start a new thread", last.Thread, last.Next, g.Name)
+		return notResumable(fmt.Errorf("thread %s cannot resume: it stopped before node %q, which pipeline %s no longer has; "+
+			"restore the node under that name (or the definitions the thread ran with), or start a new thread", last.Thread, last.Next, g.Name))
 	}
 	return nil
 }

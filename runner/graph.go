@@ -65,6 +65,11 @@ type Graph struct {
 	// compiles the pipeline's declared input into it). Nil accepts any
 	// state field.
 	CheckInput func(input map[string]any) (map[string]any, error)
+	// CheckState checks values written to a thread's state against the
+	// declared state fields and returns them normalised; its error names
+	// each field that does not fit (see Graph.CheckValues). Nil takes any
+	// value.
+	CheckState func(values map[string]any) (map[string]any, error)
 	// Configure checks the configurable values a run is given (an
 	// assistant's, RunOptions.Config) against the parameters the pipeline
 	// declares and returns them with the defaults of those left out: what

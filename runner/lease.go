@@ -45,10 +45,8 @@ func (e *Engine) lease(ctx context.Context, thread string) (*held, error) {
 	}
 	ttl := cmp.Or(e.LeaseTTL, DefaultLeaseTTL)
 	l, err := e.acquire(ctx, thread, ttl)
-	if errors.Is(err, store.ErrLeased) {
-		return nil, fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
-	} else if err != nil {
-		return nil, err
+	if err != nil {
+		return nil, busyElsewhere(thread, err)
 	}
 	h := &held{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -56,6 +54,30 @@ func (e *Engine) lease(ctx context.Context, thread string) (*held, error) {
 		e.renew(ctx, l, ttl, h.stop)
 	}()
 	return h, nil
+}
+
+// CheckFree tells whether a run could lease thread now: a thread another
+// run leases — in any process sharing the store, or in one that stopped
+// before its lease expired — is ErrThreadBusy, wrapping the store's
+// *store.HeldError. It takes the lease and ends it at once: a server asks
+// as it admits a run, so a thread busy elsewhere is refused before the run
+// is made. A run that loses a race after it still fails with
+// ErrThreadBusy as it starts.
+func (e *Engine) CheckFree(ctx context.Context, thread string) error {
+	l, err := e.acquire(ctx, thread, cmp.Or(e.LeaseTTL, DefaultLeaseTTL))
+	if err != nil {
+		return busyElsewhere(thread, err)
+	}
+	return e.Store.Release(context.WithoutCancel(ctx), l)
+}
+
+// busyElsewhere is err, from acquiring thread's lease, as ErrThreadBusy
+// when another owner holds it.
+func busyElsewhere(thread string, err error) error {
+	if errors.Is(err, store.ErrLeased) {
+		return fmt.Errorf("%w: thread %s is running elsewhere: %w", ErrThreadBusy, thread, err)
+	}
+	return err
 }
 
 // release stops renewing h and ends it, unless the run's last checkpoint

@@ -231,7 +231,9 @@ func (e *Engine) edit(ctx context.Context, g *Graph, thread string, values Updat
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	values = normalizeObject(values)
+	if values, err = g.CheckValues(values); err != nil {
+		return nil, nil, nil, nil, err
+	}
 	if state, err = merge(g, state, values); err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("%w: %v", ErrInput, err)
 	}

@@ -229,6 +229,10 @@ func TestExecConversation(t *testing.T) {
 	if code, _, errOut := runCLI(t, "threads", "update", "conv2", "--values", `{"nope": 1}`, "--store", db); code != 2 {
 		t.Errorf("update of an undeclared field: exit %d %s", code, errOut)
 	}
+	if code, _, errOut := runCLI(t, "threads", "update", "conv2", "--values", `{"metadata": "reviewed"}`, "--store", db); code != 2 ||
+		!strings.Contains(errOut, `state field "metadata"`) {
+		t.Errorf("update of a field with a value of the wrong type: exit %d %s", code, errOut)
+	}
 	if code, _, errOut := runCLI(t, "threads", "prune", "conv", "--keep", "1", "--store", db); code != 0 {
 		t.Fatalf("prune of the paused thread: exit %d %s", code, errOut)
 	}
