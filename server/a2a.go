@@ -187,7 +187,7 @@ func (s *Server) a2aSend(r *http.Request, a *resolved, params json.RawMessage, s
 		return nil, err
 	}
 	req.SetPathValue("thread", thread)
-	rec, l, err := s.createRun(req, true)
+	rec, l, err := s.createRun(req, awaited)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +197,10 @@ func (s *Server) a2aSend(r *http.Request, a *resolved, params json.RawMessage, s
 	}
 	if l != nil {
 		defer l.streams.Done()
-		l.run()
+	} else { // an earlier request with its Idempotency-Key created it
+		l = s.liveRun(rec.ID)
 	}
-	final, err := s.wait(r.Context(), rec)
+	final, err := s.wait(r.Context(), rec, l)
 	if err != nil {
 		return nil, err
 	}

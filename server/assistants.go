@@ -279,6 +279,9 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
+	if err := checkPage(q.Limit, q.Offset); err != nil {
+		return err
+	}
 	a, err := s.resolve(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
@@ -330,6 +333,9 @@ type assistantQuery struct {
 func (s *Server) matching(r *http.Request) ([]assistant, assistantQuery, error) {
 	var q assistantQuery
 	if err := decodeBody(r, &q); err != nil {
+		return nil, q, err
+	}
+	if err := checkPage(q.Limit, q.Offset); err != nil {
 		return nil, q, err
 	}
 	var all []assistant

@@ -38,7 +38,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runner"`)
-			writeProblem(w, problemf(http.StatusUnauthorized, "a valid API key is required (x-api-key header or Authorization: Bearer)"))
+			s.writeProblem(w, problemf(http.StatusUnauthorized, "a valid API key is required (x-api-key header or Authorization: Bearer)"))
 			return
 		}
 		notePrincipal(r.Context(), p)
@@ -77,10 +77,10 @@ func (s *Server) cors(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin)
 		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", "Content-Location, Location")
+		h.Set("Access-Control-Expose-Headers", "Content-Location, Location, X-Request-Id, Retry-After")
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Api-Key, Authorization, Last-Event-ID, Idempotency-Key")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, X-Api-Key, Authorization, Last-Event-ID, Idempotency-Key, X-Request-Id")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -43,7 +43,7 @@ func TestStreamStartsItsRun(t *testing.T) {
 	}()
 	req := httptest.NewRequest("POST", "/threads/t1/runs/stream", strings.NewReader(`{"assistant_id": "g", "if_not_exists": "create"}`))
 	req.SetPathValue("thread", "t1")
-	_, l, err := s.createRun(req, true)
+	_, l, err := s.createRun(req, streamed)
 	if err != nil || l == nil {
 		t.Fatalf("createRun = %v, %v", l, err)
 	}

@@ -229,7 +229,7 @@ func (s *Server) limitStreams(next http.Handler) http.Handler {
 			if reason == refusedTenantStreams {
 				which = "your tenant"
 			}
-			writeProblem(w, problemf(http.StatusTooManyRequests, "%s has its maximum number of event streams open; close one or retry later", which))
+			s.writeProblem(w, problemf(http.StatusTooManyRequests, "%s has its maximum number of event streams open; close one or retry later", which))
 			return
 		}
 		defer s.streams.close(tenant)

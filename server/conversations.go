@@ -262,15 +262,16 @@ func (s *Server) runAndWait(ctx context.Context, thread, name string, body []byt
 	}
 	run.SetPathValue("thread", thread)
 	run.Header.Set("Idempotency-Key", idempotencyKey)
-	rec, l, err := s.createRun(run, true)
+	rec, l, err := s.createRun(run, awaited)
 	if err != nil {
 		return nil, err
 	}
 	if l != nil {
 		defer l.streams.Done()
-		l.run()
+	} else { // an earlier request with its Idempotency-Key created it
+		l = s.liveRun(rec.ID)
 	}
-	final, err := s.wait(ctx, rec)
+	final, err := s.wait(ctx, rec, l)
 	if err != nil {
 		return nil, err
 	}

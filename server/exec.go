@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
@@ -55,8 +56,14 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 	if ts != nil {
 		p.from = ts.Checkpoint
 	}
-	if err == nil && mode == modeRun { // a new turn's input must fit: a 422 before it starts
+	switch {
+	case err != nil:
+	case mode == modeRun: // a new turn's input must fit: a 422 before it starts
 		_, err = g.Admit(q.input)
+		err = inputProblem(err, "input")
+	case q.input != nil: // merged into the state the run goes on from: it must fit the state's fields
+		_, err = g.CheckValues(q.input)
+		err = inputProblem(err, "input")
 	}
 	if err == nil && mode == modeResume { // so must a verdict: a refused one is a 422, and the run is not made
 		err = runner.CheckResume(g, ts, q.resume)
@@ -72,7 +79,7 @@ func planMode(thread string, q *runRequest, ts *runner.ThreadState) (int, error)
 	case q.resuming():
 		if ts == nil || ts.Status != runner.StatusInterrupted {
 			return 0, problemf(http.StatusConflict, "thread %s is not waiting on an interrupt (it is %s): there is nothing to resume; an interrupt takes one resume",
-				thread, statusOr(ts, "new"))
+				access.ThreadID(thread), statusOr(ts, "new")).as(typeNotInterrupted)
 		}
 		return modeResume, nil
 	case q.goTo != "":
@@ -141,7 +148,8 @@ func (s *Server) execute(l *liveRun) {
 		limited.MaxSteps = c.RecursionLimit
 		g = &limited
 	}
-	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL}
+	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL,
+		Durability: l.q.Durability}
 	res, err := s.drive(ctx, e, g, l)
 	if errors.Is(context.Cause(ctx), errRollback) {
 		s.rollback(l)
@@ -152,12 +160,11 @@ func (s *Server) execute(l *liveRun) {
 	case err != nil && ctx.Err() != nil: // cancelled before the engine began: the thread is as it was
 		status, l.final = store.RunInterrupted, s.finalValues(context.WithoutCancel(ctx), g, l.rec.Thread, &runner.Result{})
 	case err != nil:
-		p := asProblem(err)
-		s.emit(l, "error", errorBody(p.Title, p.Detail))
-		l.final = map[string]any{"__error__": errorBody(p.Title, p.Detail)}
+		s.refuse(l, err)
 	case res.Status == runner.StatusFailed || res.Status == runner.StatusTimedOut:
-		s.emit(l, "error", errorBody(res.Error.Code, res.Error.Message))
-		l.final = map[string]any{"__error__": errorBody(res.Error.Code, res.Error.Message)}
+		body := runFailed(res.Error.Code, res.Error.Message)
+		s.emit(l, "error", body)
+		l.final = map[string]any{"__error__": body}
 		if res.Status == runner.StatusTimedOut {
 			status = store.RunTimeout
 		}
@@ -176,6 +183,23 @@ func (s *Server) execute(l *liveRun) {
 		_ = s.runs.DeleteThread(ctx, l.rec.Thread)
 		_ = s.cfg.Store.Delete(ctx, l.rec.Thread)
 	}
+}
+
+// refuse ends l with err, what kept its run from starting or going on: a
+// refusal (a 4xx problem) that runs/wait answers as such if it has not
+// begun its answer, or a fault, logged in full and shown as a generic
+// problem.
+func (s *Server) refuse(l *liveRun, err error) {
+	p := asProblem(err)
+	p.RequestID = l.requestID
+	if p.Status >= 500 {
+		s.cfg.Log.Error("run failed", "run", l.rec.ID, "thread", l.rec.Thread, "request_id", l.requestID, "err", err)
+	} else {
+		l.refused = p
+	}
+	body := p.event(strings.TrimPrefix(p.Type, problemBase))
+	s.emit(l, "error", body)
+	l.final = map[string]any{"__error__": body}
 }
 
 // drive starts, resumes or continues the thread as the run asks.

@@ -167,6 +167,8 @@ var (
 	uuidPattern  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	stampPattern = regexp.MustCompile(`\d{4}-\d\d-\d\dT[0-9:.]+Z`)
 	beatPattern  = regexp.MustCompile(`(?m)^: heartbeat\n`)
+	// requestIDPattern is a problem's request id (X-Request-Id).
+	requestIDPattern = regexp.MustCompile(`"request_id":"[^"]*"`)
 )
 
 // normal is a reply's body with id written as <id>, and what differs from
@@ -176,6 +178,7 @@ func normal(body, id string) string {
 	body = strings.ReplaceAll(strings.TrimLeft(body, "\n"), id, "<id>")
 	body = uuidPattern.ReplaceAllString(body, "<uuid>")
 	body = stampPattern.ReplaceAllString(body, "<time>")
+	body = requestIDPattern.ReplaceAllString(body, `"request_id":"<request>"`)
 	return beatPattern.ReplaceAllString(body, "")
 }
 

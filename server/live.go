@@ -49,6 +49,10 @@ type liveRun struct {
 	// metadata event (Seq 0: not saved); POST /execute at once.
 	launch func()
 	meta   store.RunEvent
+	// requestID names the request that admitted the run; refused is the
+	// problem that kept it from starting or going on (a 4xx), if any.
+	requestID string
+	refused   *problem
 }
 
 func newLiveRun(parent context.Context, rec *store.RunRecord, q *runRequest, g *runner.Graph, stateless bool) *liveRun {
@@ -177,8 +181,34 @@ func (s *Server) wakeLocked(l *liveRun) {
 	l.wake = make(chan struct{})
 }
 
-// errorBody is the data of an error event, and of runs/wait's __error__.
-func errorBody(kind, msg string) map[string]any { return map[string]any{"error": kind, "message": msg} }
+// event is p as the data of an error event, and of runs/wait's
+// __error__: the problem's members, with the two LangGraph's clients
+// read: error, a code, and message, the detail.
+func (p *problem) event(code string) map[string]any {
+	out := map[string]any{"type": p.Type, "title": p.Title, "detail": p.Detail, "error": code, "message": p.Detail}
+	if p.Status != 0 {
+		out["status"] = p.Status
+	}
+	if len(p.Errors) > 0 {
+		out["errors"] = p.Errors
+	}
+	if p.RequestID != "" {
+		out["request_id"] = p.RequestID
+	}
+	return out
+}
+
+// runFailed is the error event of a run that failed: code says how
+// (node_error, max_steps, timeout, budget_exceeded, server_lost).
+func runFailed(code, msg string) map[string]any {
+	return (&problem{Type: typeRunFailed, Title: "Run failed", Detail: msg}).event(code)
+}
+
+// streamEnded is the error event that ends a stream before its run's end:
+// code says why (stream_timeout, thread_deleted, store).
+func streamEnded(code, msg string) map[string]any {
+	return (&problem{Type: typeStreamEnded, Title: "Stream ended", Detail: msg}).event(code)
+}
 
 // busy reports whether a run of thread runs or waits here.
 func (s *Server) busy(thread string) bool {

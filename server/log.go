@@ -9,8 +9,12 @@ import (
 )
 
 // requestInfo is what the request log learns while a request is served:
-// the principal its key authenticated (never the key itself).
-type requestInfo struct{ p access.Principal }
+// its id, and the principal its key authenticated (never the key
+// itself).
+type requestInfo struct {
+	id string
+	p  access.Principal
+}
 
 type requestInfoKey struct{}
 
@@ -21,15 +25,26 @@ func notePrincipal(ctx context.Context, p access.Principal) {
 	}
 }
 
-// logRequests logs every request once it is served: method, path,
-// status, duration, tenant and principal.
+// requestIDOf is the id of the request ctx serves ("": none).
+func requestIDOf(ctx context.Context) string {
+	if info, ok := ctx.Value(requestInfoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
+}
+
+// logRequests gives every request its id (X-Request-Id on the response)
+// and logs it once it is served: id, method, path, status, duration,
+// tenant and principal.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
+		id := requestID(r)
+		info := &requestInfo{id: id}
+		w.Header().Set(requestIDHeader, id)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
-		s.cfg.Log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+		s.cfg.Log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", rec.status,
 			"duration_ms", time.Since(start).Milliseconds(), "tenant", info.p.Tenant, "principal", info.p.Name)
 	})
 }

@@ -91,7 +91,7 @@ func (s *Server) reap(ctx context.Context, rec *store.RunRecord) (*store.RunReco
 	}
 	msg := fmt.Sprintf("run %s was %s when the server running it stopped; its thread resumes from its last checkpoint: "+
 		"start a run without input (with command.resume if it waits on an interrupt)", cur.ID, cur.Status)
-	evs := s.add(nil, cur.ID, "error", errorBody("server_lost", msg))
+	evs := s.add(nil, cur.ID, "error", runFailed("server_lost", msg))
 	if err := s.runs.EndRun(ctx, cur.ID, store.RunError, s.add(evs, cur.ID, "end", nil)); err != nil {
 		return nil, fmt.Errorf("server: marking run %s error: %w", cur.ID, err)
 	}

@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/runner-dev/runner/runner"
 )
@@ -24,6 +26,7 @@ type runRequest struct {
 	IfNotExists       string `json:"if_not_exists"`
 	OnDisconnect      string `json:"on_disconnect"`
 	OnCompletion      string `json:"on_completion"`
+	Durability        string `json:"durability"`
 	CheckpointID      string `json:"checkpoint_id"`
 	Checkpoint        *struct {
 		CheckpointID string `json:"checkpoint_id"`
@@ -34,8 +37,15 @@ type runRequest struct {
 	Config       *struct {
 		RecursionLimit int            `json:"recursion_limit"`
 		Configurable   map[string]any `json:"configurable"`
+		Tags           []string       `json:"tags"`
 	} `json:"config"`
 	Context map[string]any `json:"context"`
+	// What LangGraph's clients send that runner takes as it comes: typed,
+	// so a value of the wrong type is refused.
+	StreamSubgraphs  bool     `json:"stream_subgraphs"`
+	StreamResumable  bool     `json:"stream_resumable"`
+	CheckpointDuring *bool    `json:"checkpoint_during"`
+	FeedbackKeys     []string `json:"feedback_keys"`
 
 	input  map[string]any // decoded, in runner's message form
 	resume any            // command.resume, decoded
@@ -49,33 +59,18 @@ type runRequest struct {
 var streamModes = []string{"values", "updates", "messages", "messages-tuple", "debug", "custom", "tasks", "checkpoints", "events"}
 
 // parseRunRequest decodes and checks a run's body: what runner cannot
-// honour is refused with a 422 saying so, not ignored.
+// honour is refused with a 422 saying so, not ignored, and every value
+// outside its field's type or enum with a 422 naming the field.
 func parseRunRequest(r *http.Request) (*runRequest, error) {
 	q := &runRequest{}
 	if err := decodeBody(r, q); err != nil {
 		return nil, err
 	}
-	if q.AssistantID == "" {
-		return nil, problemf(http.StatusUnprocessableEntity, "assistant_id is required")
+	if err := q.check(); err != nil {
+		return nil, err
 	}
 	if err := q.decodeValues(); err != nil {
 		return nil, err
-	}
-	if err := q.parseModes(); err != nil {
-		return nil, err
-	}
-	unsupported := func(what string) error {
-		return problemf(http.StatusUnprocessableEntity, "%s is not supported by runner's runtime", what)
-	}
-	switch {
-	case q.Webhook != "":
-		return nil, unsupported("webhook")
-	case q.AfterSeconds > 0:
-		return nil, unsupported("after_seconds (delayed runs)")
-	case !slices.Contains([]string{"", "reject", "enqueue", "interrupt", "rollback"}, q.MultitaskStrategy):
-		return nil, problemf(http.StatusUnprocessableEntity, "unknown multitask_strategy %q", q.MultitaskStrategy)
-	case !slices.Contains([]string{"", "cancel", "continue"}, q.OnDisconnect):
-		return nil, problemf(http.StatusUnprocessableEntity, "unknown on_disconnect %q", q.OnDisconnect)
 	}
 	if q.MultitaskStrategy == "" {
 		q.MultitaskStrategy = "reject"
@@ -86,13 +81,40 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 	return q, nil
 }
 
+// check refuses the fields of q that do not fit: a missing assistant,
+// unknown enum values, what runner does not support, a negative limit.
+func (q *runRequest) check() error {
+	var rs refusals
+	if q.AssistantID == "" {
+		rs.add("assistant_id", "is required: the assistant (or graph) to run")
+	}
+	rs.enum("multitask_strategy", q.MultitaskStrategy, "reject", "enqueue", "interrupt", "rollback")
+	rs.enum("if_not_exists", q.IfNotExists, "create", "reject")
+	rs.enum("on_disconnect", q.OnDisconnect, "cancel", "continue")
+	rs.enum("on_completion", q.OnCompletion, "delete", "keep")
+	rs.enum("durability", q.Durability, runner.DurabilitySync, runner.DurabilityAsync, runner.DurabilityExit)
+	if q.Webhook != "" {
+		rs.add("webhook", "is not supported by runner's runtime")
+	}
+	if q.AfterSeconds < 0 {
+		rs.add("after_seconds", "must not be negative")
+	} else if q.AfterSeconds > 0 {
+		rs.add("after_seconds", "is not supported by runner's runtime (delayed runs)")
+	}
+	if q.Config != nil && q.Config.RecursionLimit < 0 {
+		rs.add("config.recursion_limit", "must be a positive number of steps, not %d", q.Config.RecursionLimit)
+	}
+	q.parseModes(&rs)
+	return rs.err()
+}
+
 // decodeValues decodes input and command.resume into runner's values.
 func (q *runRequest) decodeValues() error {
 	if hasJSON(q.Input) {
 		v, err := runner.DecodeJSON(q.Input)
 		obj, ok := v.(map[string]any)
 		if err != nil || !ok {
-			return problemf(http.StatusUnprocessableEntity, "input must be a JSON object")
+			return fieldProblem("input", "must be a JSON object of the run's input fields")
 		}
 		q.input = inValues(obj)
 	}
@@ -102,7 +124,7 @@ func (q *runRequest) decodeValues() error {
 	if hasJSON(q.Command.Resume) {
 		v, err := runner.DecodeJSON(q.Command.Resume)
 		if err != nil {
-			return problemf(http.StatusUnprocessableEntity, "command.resume: %v", err)
+			return fieldProblem("command.resume", "%v", err)
 		}
 		q.resume = v
 	}
@@ -110,7 +132,7 @@ func (q *runRequest) decodeValues() error {
 		v, err := runner.DecodeJSON(q.Command.Update)
 		obj, ok := v.(map[string]any)
 		if err != nil || !ok {
-			return problemf(http.StatusUnprocessableEntity, "command.update must be a JSON object of state fields")
+			return fieldProblem("command.update", "must be a JSON object of state fields")
 		}
 		q.update = inValues(obj)
 	}
@@ -127,13 +149,13 @@ func (q *runRequest) decodeGoto() error {
 	if err := json.Unmarshal(q.Command.Goto, &q.goTo); err == nil && q.goTo != "" {
 		list = []string{q.goTo}
 	} else if err := json.Unmarshal(q.Command.Goto, &list); err != nil {
-		return problemf(http.StatusUnprocessableEntity, "command.goto must be a node name or a list of node names (runner takes no Send objects)")
+		return fieldProblem("command.goto", "must be a node name or a list of node names (runner takes no Send objects)")
 	}
 	if len(list) != 1 {
-		return problemf(http.StatusUnprocessableEntity, "command.goto names %d nodes: runner runs one node at a time, so it continues at exactly one", len(list))
+		return fieldProblem("command.goto", "names %d nodes: runner runs one node at a time, so it continues at exactly one", len(list))
 	}
 	if q.resuming() {
-		return problemf(http.StatusUnprocessableEntity, "command.goto with command.resume: goto leaves the interrupted step, so the resume value would go nowhere; send one of them")
+		return fieldProblem("command.goto", "cannot come with command.resume: goto leaves the interrupted step, so the resume value would go nowhere; send one of them")
 	}
 	q.goTo = list[0]
 	if q.goTo == "__end__" { // LangGraph's END: the run ends the thread where it stands
@@ -147,7 +169,7 @@ func (q *runRequest) decodeGoto() error {
 // interrupt_after ("*": every node).
 func (q *runRequest) forGraph(g *runner.Graph) error {
 	if q.goTo != "" && q.goTo != runner.End && g.Nodes[q.goTo] == nil {
-		return problemf(http.StatusUnprocessableEntity, "command.goto names node %q, which %s does not have; its nodes are: %v", q.goTo, g.Name, nodesOf(g))
+		return fieldProblem("command.goto", "names node %q, which %s does not have; its nodes are: %v", q.goTo, g.Name, nodesOf(g))
 	}
 	var err error
 	if q.opts.InterruptBefore, err = nodeList("interrupt_before", q.InterruptBefore, g); err != nil {
@@ -155,6 +177,17 @@ func (q *runRequest) forGraph(g *runner.Graph) error {
 	}
 	q.opts.InterruptAfter, err = nodeList("interrupt_after", q.InterruptAfter, g)
 	return err
+}
+
+// checkUpdate checks command.update against the state's declared types,
+// as POST /threads/{id}/state is checked: a value that does not fit is a
+// 422 naming its field, before any run is made.
+func (q *runRequest) checkUpdate(g *runner.Graph) error {
+	if q.update == nil {
+		return nil
+	}
+	_, err := g.CheckValues(q.update)
+	return inputProblem(err, "command.update")
 }
 
 // nodeList reads interrupt_before or interrupt_after: nil when absent, a
@@ -166,7 +199,7 @@ func nodeList(field string, v any, g *runner.Graph) ([]string, error) {
 		return nil, nil
 	case string:
 		if x != "*" {
-			return nil, problemf(http.StatusUnprocessableEntity, "%s must be a list of node names or \"*\", not %q", field, x)
+			return nil, fieldProblem(field, "must be a list of node names or \"*\", not %q", x)
 		}
 		return nodesOf(g), nil
 	case []any:
@@ -174,16 +207,16 @@ func nodeList(field string, v any, g *runner.Graph) ([]string, error) {
 		for _, n := range x {
 			s, ok := n.(string)
 			if !ok {
-				return nil, problemf(http.StatusUnprocessableEntity, "%s must list node names, not %v", field, n)
+				return nil, fieldProblem(fmt.Sprintf("%s[%d]", field, len(names)), "must be a node name, not %s", jsonValue(n))
 			}
 			names = append(names, s)
 		}
 	default:
-		return nil, problemf(http.StatusUnprocessableEntity, "%s must be a list of node names or \"*\"", field)
+		return nil, fieldProblem(field, "must be a list of node names or \"*\", not %s", jsonValue(v))
 	}
 	for _, n := range names {
 		if g.Nodes[n] == nil {
-			return nil, problemf(http.StatusUnprocessableEntity, "%s names node %q, which %s does not have; its nodes are: %v", field, n, g.Name, nodesOf(g))
+			return nil, fieldProblem(field, "names node %q, which %s does not have; its nodes are: %v", n, g.Name, nodesOf(g))
 		}
 	}
 	return names, nil
@@ -200,24 +233,24 @@ func nodesOf(g *runner.Graph) []string {
 }
 
 // parseModes reads stream_mode: one mode or a list (default values).
-func (q *runRequest) parseModes() error {
+func (q *runRequest) parseModes(rs *refusals) {
+	mode := func(path string, v any) {
+		if m, ok := v.(string); ok && slices.Contains(streamModes, m) {
+			q.modes = append(q.modes, m)
+			return
+		}
+		rs.add(path, "must be a stream mode runner produces (%s), not %s", strings.Join(streamModes, ", "), jsonValue(v))
+	}
 	switch m := q.StreamMode.(type) {
 	case nil:
 		q.modes = []string{"values"}
-	case string:
-		q.modes = []string{m}
 	case []any:
-		for _, x := range m {
-			s, _ := x.(string)
-			q.modes = append(q.modes, s)
+		for i, x := range m {
+			mode(fmt.Sprintf("stream_mode[%d]", i), x)
 		}
+	default:
+		mode("stream_mode", m)
 	}
-	for _, m := range q.modes {
-		if !slices.Contains(streamModes, m) {
-			return problemf(http.StatusUnprocessableEntity, "stream_mode %q is not supported; runner streams %v", m, streamModes)
-		}
-	}
-	return nil
 }
 
 func (q *runRequest) wants(mode string) bool { return slices.Contains(q.modes, mode) }
@@ -226,3 +259,55 @@ func (q *runRequest) wants(mode string) bool { return slices.Contains(q.modes, m
 func (q *runRequest) resuming() bool { return q.Command != nil && hasJSON(q.Command.Resume) }
 
 func hasJSON(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// refusals collects the fields of a request that do not fit, each with
+// its JSON path and what is wrong.
+type refusals []fieldError
+
+func (rs *refusals) add(path, format string, args ...any) {
+	*rs = append(*rs, fieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// enum refuses got, unless it is empty (left out) or one of allowed.
+func (rs *refusals) enum(path, got string, allowed ...string) {
+	if got != "" && !slices.Contains(allowed, got) {
+		rs.add(path, "must be one of %s, not %q", strings.Join(allowed, ", "), got)
+	}
+}
+
+// count refuses a negative n (a limit, an offset).
+func (rs *refusals) count(path string, n int) {
+	if n < 0 {
+		rs.add(path, "must not be negative, not %d", n)
+	}
+}
+
+// checkPage refuses a negative limit or offset of a search or a list.
+func checkPage(limit, offset int) error {
+	var rs refusals
+	rs.count("limit", limit)
+	rs.count("offset", offset)
+	return rs.err()
+}
+
+// err is the 422 of the fields refused; nil when there are none.
+func (rs refusals) err() error {
+	if len(rs) == 0 {
+		return nil
+	}
+	detail := rs[0].Path + ": " + rs[0].Message
+	if len(rs) > 1 {
+		detail += fmt.Sprintf(" (and %d more: see errors)", len(rs)-1)
+	}
+	return invalid(detail, rs...)
+}
+
+// jsonValue renders a value a client sent for a message, cut to 40
+// bytes.
+func jsonValue(v any) string {
+	b, _ := json.Marshal(v)
+	if len(b) > 40 {
+		return string(b[:37]) + "..."
+	}
+	return string(b)
+}

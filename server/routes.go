@@ -39,11 +39,11 @@ func (ep endpoint) status() string {
 	return "200"
 }
 
-// handler serves the endpoint, writing the error it returns as a problem.
-func (ep endpoint) handler() http.HandlerFunc {
+// serve serves the endpoint, writing the error it returns as a problem.
+func (s *Server) serve(ep endpoint) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := ep.handle(w, r); err != nil {
-			writeProblem(w, err)
+			s.writeProblem(w, err)
 		}
 	}
 }
@@ -144,13 +144,13 @@ func (s *Server) routes() *http.ServeMux {
 	api, mux := http.NewServeMux(), http.NewServeMux()
 	for _, ep := range s.table {
 		if ep.open {
-			mux.Handle(ep.pattern, ep.handler())
+			mux.Handle(ep.pattern, s.serve(ep))
 		} else {
-			api.Handle(ep.pattern, ep.handler())
+			api.Handle(ep.pattern, s.serve(ep))
 		}
 	}
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
+		s.writeProblem(w, problemf(http.StatusNotFound, "no endpoint %s %s", r.Method, r.URL.Path))
 	})
 	mux.Handle("/", console.Front(s.authenticate(s.limitStreams(s.limitBody(api)))))
 	outer := http.NewServeMux()
@@ -175,11 +175,11 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	closing := s.closing
 	s.mu.Unlock()
 	if closing {
-		writeProblem(w, problemf(http.StatusServiceUnavailable, "shutting down"))
+		s.writeProblem(w, problemf(http.StatusServiceUnavailable, "shutting down"))
 		return
 	}
 	if err := s.storeWritable(r.Context()); err != nil {
-		writeProblem(w, problemf(http.StatusServiceUnavailable, "the store cannot be written; the server's log says why"))
+		s.writeProblem(w, problemf(http.StatusServiceUnavailable, "the store cannot be written; the server's log says why"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})

@@ -15,14 +15,22 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
+// How the request that creates a run follows it.
+const (
+	inBackground = iota // answered at once with the run
+	awaited             // answered with its final values (runs/wait)
+	streamed            // answered with its events as they come (runs/stream)
+)
+
 // createRun admits a run: on the path's thread (created with the run
 // under if_not_exists create, unless it exists) or, without one, on a new
 // thread of its own (stateless). With an Idempotency-Key the tenant
 // already used, the run that key created is returned and nothing else
-// happens. With watch, a run created here is returned live, counting the
+// happens. A run awaited or streamed is returned live, counting the
 // caller as one of its streams (release it with streams.Done): a
-// stateless run's thread outlives it.
-func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *liveRun, error) {
+// stateless run's thread outlives it. A refusal is a problem, and leaves
+// no run behind.
+func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun, error) {
 	ctx := r.Context()
 	q, err := parseRunRequest(r)
 	if err != nil {
@@ -34,6 +42,9 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 	}
 	name, g := a.name, a.g
 	if err := q.forGraph(g); err != nil {
+		return nil, nil, err
+	}
+	if err := q.checkUpdate(g); err != nil {
 		return nil, nil, err
 	}
 	if q.opts.Config, err = a.configFor(q); err != nil {
@@ -53,7 +64,7 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 		}
 	default:
 		if err := access.CheckThreadID(thread); err != nil {
-			return nil, nil, problemf(http.StatusUnprocessableEntity, "%v", err)
+			return nil, nil, fieldProblem("thread_id", "%v", err)
 		}
 	}
 	key := threadKey(ctx, thread)
@@ -82,21 +93,33 @@ func (s *Server) createRun(r *http.Request, watch bool) (*store.RunRecord, *live
 		return run, nil, err
 	}
 	rec = run
-	l, err := s.admit(ctx, rec, existing, q, stateless, watch)
+	l, err := s.admit(ctx, rec, existing, q, stateless, how)
 	if err != nil {
-		_ = s.runs.DeleteRun(context.WithoutCancel(ctx), rec.ID)
-		if stateless {
-			_ = s.runs.DeleteThread(context.WithoutCancel(ctx), key)
-		}
+		s.discard(ctx, rec, stateless)
 		return nil, nil, err
 	}
 	return rec, l, nil
 }
 
+// discard deletes the record of a run refused as it was admitted, and the
+// thread of a stateless one: a refusal leaves no run behind.
+func (s *Server) discard(ctx context.Context, rec *store.RunRecord, stateless bool) {
+	ctx = context.WithoutCancel(ctx)
+	if err := s.runs.DeleteRun(ctx, rec.ID); err != nil {
+		s.cfg.Log.Error("a refused run's record is left", "run", rec.ID, "err", err)
+	}
+	if stateless {
+		_ = s.runs.DeleteThread(ctx, rec.Thread)
+		_ = s.cfg.Store.Delete(ctx, rec.Thread)
+	}
+}
+
 // admit tags the run's existing thread, whose record is existing (nil:
 // the thread was created with the run), then starts the run, queues it or
-// refuses it, as the thread's state and the multitask strategy say.
-func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *store.ThreadRecord, q *runRequest, stateless, watch bool) (*liveRun, error) {
+// refuses it, as the thread's state and the multitask strategy say. A run
+// that starts at once on an existing thread checks its lease here: a
+// thread another server runs is a 409 before the run is made.
+func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *store.ThreadRecord, q *runRequest, stateless bool, how int) (*liveRun, error) {
 	threadCreated := existing == nil
 	if !threadCreated {
 		if err := s.tagThread(ctx, rec, existing); err != nil {
@@ -108,11 +131,11 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 	defer s.stateMu.Unlock()
 	busy := s.busy(rec.Thread)
 	if busy && q.MultitaskStrategy == "reject" {
-		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", access.ThreadID(rec.Thread))
+		return nil, problemf(http.StatusConflict, "thread %s is busy with another run (multitask_strategy reject)", access.ThreadID(rec.Thread)).as(typeThreadBusy)
 	}
 	if q.CheckpointID != "" {
 		if busy {
-			return nil, problemf(http.StatusConflict, "thread %s is busy with another run: a run from checkpoint %s needs it idle", access.ThreadID(rec.Thread), q.CheckpointID)
+			return nil, problemf(http.StatusConflict, "thread %s is busy with another run: a run from checkpoint %s needs it idle", access.ThreadID(rec.Thread), q.CheckpointID).as(typeThreadBusy)
 		}
 		if err := s.rewind(ctx, g, rec.Thread, q.CheckpointID); err != nil {
 			return nil, err
@@ -124,6 +147,11 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 		if err != nil {
 			return nil, err
 		}
+		if !threadCreated {
+			if err := s.checkFree(ctx, rec.Thread); err != nil {
+				return nil, err
+			}
+		}
 		p = &np
 	}
 	s.mu.Lock()
@@ -132,21 +160,23 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 		return nil, problemf(http.StatusServiceUnavailable, "the server is shutting down")
 	}
 	l := newLiveRun(s.ctx, rec, q, g, stateless)
-	l.plan = p
+	l.plan, l.requestID = p, requestIDOf(ctx)
 	s.live[rec.ID] = l
 	s.runAdmitted(rec.Thread)
 	s.changes.publish(rec.Tenant, threadChange{Thread: access.ThreadID(rec.Thread), Reason: "run_admitted"})
 	var watched *liveRun
-	if watch {
+	if how != inBackground {
 		l.streams.Add(1)
-		l.readers.Add(1) // until its stream is done
 		watched = l
 	}
 	meta := s.add(nil, rec.ID, "metadata", map[string]any{"run_id": rec.ID, "thread_id": access.ThreadID(rec.Thread), "attempt": 1})
-	if !busy && !watch { // written with the run's first events
+	if !busy && how != streamed { // written with the run's first events
 		l.pending = meta
 		s.start(l)
-		return nil, nil
+		return watched, nil
+	}
+	if how == streamed {
+		l.readers.Add(1) // until its stream is done
 	}
 	seq := s.append(ctx, rec.ID, meta)
 	if !busy { // its stream writes the metadata event, then starts it
@@ -169,6 +199,13 @@ func (s *Server) admit(ctx context.Context, rec *store.RunRecord, existing *stor
 	}
 	s.queued[rec.Thread] = append(s.queued[rec.Thread], l)
 	return watched, nil
+}
+
+// checkFree refuses a run on thread when another server runs it (or
+// ran it until it stopped, its lease not yet expired): a 409 saying until
+// when (asProblem), before the run is made.
+func (s *Server) checkFree(ctx context.Context, thread string) error {
+	return (&runner.Engine{Store: s.cfg.Store, LeaseTTL: s.cfg.LeaseTTL}).CheckFree(ctx, thread)
 }
 
 // graphTag is the metadata that names the graph a thread runs.
@@ -234,7 +271,7 @@ func assistantOf(r *store.RunRecord) string {
 
 // createBackgroundRun starts a run and returns it at once.
 func (s *Server) createBackgroundRun(w http.ResponseWriter, r *http.Request) error {
-	rec, _, err := s.createRun(r, false)
+	rec, _, err := s.createRun(r, inBackground)
 	if err != nil {
 		return err
 	}
@@ -245,13 +282,19 @@ func (s *Server) createBackgroundRun(w http.ResponseWriter, r *http.Request) err
 
 // createWaitRun starts a run and answers with its final values.
 func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
-	rec, _, err := s.createRun(r, false)
+	rec, l, err := s.createRun(r, awaited)
 	if err != nil {
 		return err
 	}
+	created := l != nil
+	if created {
+		defer l.streams.Done()
+	} else { // an earlier request with its Idempotency-Key created it
+		l = s.liveRun(rec.ID)
+	}
 	setRunLocation(w, rec, false)
-	err = s.answer(w, r, rec)
-	if l := s.liveRun(rec.ID); l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
+	err = s.answer(w, r, rec, l, created)
+	if l != nil && l.q.OnDisconnect == "cancel" && r.Context().Err() != nil {
 		l.cancel(errCancelled)
 	}
 	return err
@@ -259,7 +302,7 @@ func (s *Server) createWaitRun(w http.ResponseWriter, r *http.Request) error {
 
 // createStreamRun starts a run and streams its events.
 func (s *Server) createStreamRun(w http.ResponseWriter, r *http.Request) error {
-	rec, l, err := s.createRun(r, true)
+	rec, l, err := s.createRun(r, streamed)
 	if err != nil {
 		return err
 	}
@@ -295,12 +338,14 @@ func (s *Server) liveRun(id string) *liveRun {
 	return s.live[id]
 }
 
-// answer writes what runs/wait and join return once the run has ended.
-// A run that goes on past a heartbeat interval is answered 200 at once,
-// with a newline at every beat before the JSON (which parsers skip), so
-// no client's read timeout fires on a long run, as LangGraph's server does.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRecord) error {
-	l := s.liveRun(rec.ID)
+// answer writes what runs/wait and join return once the run, live here
+// as l (nil: it is not), has ended. A run that goes on past a heartbeat
+// interval is answered 200 at once, with a newline at every beat before
+// the JSON (which parsers skip), so no client's read timeout fires on a
+// long run, as LangGraph's server does. A run this request created
+// (created) that was refused as it started is answered with its problem
+// while no byte has gone out, and leaves no run behind.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRecord, l *liveRun, created bool) error {
 	if l == nil {
 		out, err := s.pastValues(r.Context(), rec)
 		if err != nil {
@@ -315,6 +360,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRe
 	for started := false; ; started = true {
 		select {
 		case <-l.done:
+			if !started && created && l.refused != nil {
+				w.Header().Del("Content-Location")
+				s.discard(r.Context(), rec, false)
+				return l.refused
+			}
 			if !started {
 				writeJSON(w, http.StatusOK, l.final)
 				return nil
@@ -338,9 +388,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRe
 	}
 }
 
-// wait returns what runs/wait returns once the run has ended.
-func (s *Server) wait(ctx context.Context, rec *store.RunRecord) (any, error) {
-	if l := s.liveRun(rec.ID); l != nil {
+// wait returns what runs/wait returns once the run, live here as l (nil:
+// it is not), has ended.
+func (s *Server) wait(ctx context.Context, rec *store.RunRecord, l *liveRun) (any, error) {
+	if l != nil {
 		select {
 		case <-l.done:
 			return l.final, nil

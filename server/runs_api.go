@@ -84,7 +84,7 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.answer(w, r, rec)
+	return s.answer(w, r, rec, s.liveRun(rec.ID), false)
 }
 
 // joinStream streams a run's events after Last-Event-ID, then live ones:

@@ -67,7 +67,11 @@ func (s *Server) relay(ctx context.Context, sw *streamWriter, in relayed) bool {
 			evs, err = s.kept(ctx, evs, in.keep)
 		}
 		if err != nil {
-			writeEvent(sw.w, "", "error", []byte(fmt.Sprintf(`{"error":"store","message":%q}`, err.Error())))
+			s.cfg.Log.Error("stream: the run's events cannot be read", "run", run, "err", err)
+			p := asProblem(err)
+			data, _ := json.Marshal(streamEnded("store", p.Detail+"; rejoin its stream with Last-Event-ID: "+in.idOf(run, after)))
+			writeEvent(sw.w, "", "error", data)
+			sw.flush()
 			return false
 		}
 		for _, ev := range evs {
@@ -217,7 +221,7 @@ func (sw *streamWriter) heartbeat() bool {
 
 // expire ends the stream with an error event saying why.
 func (sw *streamWriter) expire(msg string) {
-	data, _ := json.Marshal(errorBody("stream_timeout", msg))
+	data, _ := json.Marshal(streamEnded("stream_timeout", msg))
 	writeEvent(sw.w, "", "error", data)
 	sw.flush()
 }
@@ -225,7 +229,7 @@ func (sw *streamWriter) expire(msg string) {
 // deleted ends the stream of the thread a client knows as id, which was
 // deleted, with an error event saying so.
 func (sw *streamWriter) deleted(id string) {
-	data, _ := json.Marshal(errorBody("thread_deleted", fmt.Sprintf("thread %s was deleted; its stream ends", id)))
+	data, _ := json.Marshal(streamEnded("thread_deleted", fmt.Sprintf("thread %s was deleted; its stream ends", id)))
 	writeEvent(sw.w, "", "error", data)
 	sw.flush()
 }

@@ -70,7 +70,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) error {
 	e := &runner.Engine{Store: s.cfg.Store}
 	ts, err = e.Update(r.Context(), s.threadGraph(r.Context(), rec), rec.ID, inValues(values), q.AsNode)
 	if err != nil {
-		return err
+		return inputProblem(err, "values")
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"checkpoint": checkpointRef(rec.ID, ts.Checkpoint)})
 	return nil

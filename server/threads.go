@@ -138,7 +138,10 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &q); err != nil {
 		return err
 	}
-	if q.Limit <= 0 {
+	if err := checkPage(q.Limit, q.Offset); err != nil {
+		return err
+	}
+	if q.Limit == 0 {
 		q.Limit = 10
 	}
 	p := principal(r.Context())
