@@ -2,7 +2,10 @@ package testrun
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/runner-dev/runner/builtins"
@@ -66,4 +69,45 @@ func loadSuite(t testing.TB, paths ...string) *Suite {
 		t.Fatal(diags)
 	}
 	return &Suite{Checker: checker, Project: proj}
+}
+
+// TestShippedCoverage: the shipped Tests take every route, on_error entry,
+// interrupt, rule and decision of the shipped definitions, but those a
+// "# not covered: WHAT — why" comment in a Tests file names; and each such
+// comment names one they do not take.
+func TestShippedCoverage(t *testing.T) {
+	suite := loadSuite(t, "../../pipelines", "../../agents", "../../rules")
+	rep := suite.Report(context.Background(), suite.Tests(""), false, true)
+	if rep.Failed > 0 {
+		t.Fatalf("%d shipped Tests failed", rep.Failed)
+	}
+	excused := map[string]string{} // what → the Tests file that says why
+	files, _ := filepath.Glob("../../pipelines/*/tests.yaml")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			if what, ok := strings.CutPrefix(line, "# not covered: "); ok {
+				what, _, _ = strings.Cut(strings.TrimSpace(what), " — ")
+				excused[what] = f
+			}
+		}
+	}
+	for _, g := range rep.Coverage.Groups {
+		for _, it := range g.Items {
+			file, ok := excused[it.What]
+			switch {
+			case it.Hits == 0 && !ok:
+				t.Errorf("%s: %s %s: no Test takes %s %s, and no Tests file says why", it.Pos, g.Kind, g.Name, it.Kind, it.What)
+			case it.Hits > 0 && ok:
+				t.Errorf("%s says no Test takes %s, but one does: drop the comment", file, it.What)
+			}
+			delete(excused, it.What)
+		}
+	}
+	for what, file := range excused {
+		t.Errorf("%s: # not covered: %s names nothing the definitions have", file, what)
+	}
 }
