@@ -12,6 +12,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -466,5 +467,32 @@ func TestRequireGate(t *testing.T) {
 	c, proj := checked(t, docs, diags)
 	if _, err := c.RequireGate(proj, "tool.mutatin", dsl.CompileOptions{Provider: builtins.ScriptedProviders(nil)}); err == nil || !strings.Contains(err.Error(), `did you mean "mutating"`) {
 		t.Errorf("a misspelt --require-gate: %v", err)
+	}
+}
+
+// TestReviewerIsThePrincipal: the reviewer a decision records is the
+// principal who resumed the gate, not the one the verdict names; a
+// principal of another tenant decides nothing, and the thread is as it
+// was.
+func TestReviewerIsThePrincipal(t *testing.T) {
+	g := deskRig(t, "desk", gateKinds[0].script, false)
+	e := engine(t)
+	if _, err := e.Run(context.Background(), g, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	before := history(t, e)
+	_, err := e.Resume(context.Background(), g, "t", runner.ResumeOptions{Value: approvedBy,
+		RunOptions: runner.RunOptions{As: access.Principal{Tenant: "other", Name: "erin"}}})
+	if !errors.Is(err, access.ErrForbidden) || history(t, e) != before {
+		t.Fatalf("another tenant's principal: %v, want ErrForbidden and the thread unchanged", err)
+	}
+	ev := &ruleEvents{}
+	e.Sink = ev.sink
+	res, err := e.Resume(context.Background(), g, "t", runner.ResumeOptions{Value: approvedBy, RunOptions: runner.RunOptions{As: access.Principal{Name: "erin"}}})
+	if err != nil || res.Status != runner.StatusCompleted {
+		t.Fatalf("approved by erin: %v %+v", err, res)
+	}
+	if got := decisionReviewers(ev); got != "erin" {
+		t.Errorf("the decision event names reviewer %q, want erin (the verdict names dana)", got)
 	}
 }

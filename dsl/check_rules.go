@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // Triggers are the events rules fire on, with the variables each one gives
@@ -227,7 +228,12 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 			h.Decisions = append(h.Decisions, n.Value)
 		}
 		k.decode(d, mapGet(v, "expires"), &h.Expires, "require_hitl.expires")
+		k.decode(d, mapGet(v, "quorum"), &h.Quorum, "require_hitl.quorum")
+		k.decode(d, mapGet(v, "distinct_from_requester"), &h.DistinctFromRequester, "require_hitl.distinct_from_requester")
 		h.ResumeSchema = k.jsonSchema(d, mapGet(v, "resume_schema"))
+		if p := k.reviewers(d, mapGet(v, "reviewers"), lang, env); p != nil {
+			h.Reviewers = p
+		}
 		rule.HITL = h
 	case runner.ActSet:
 		rule.Set = map[string]*Expression{}
@@ -278,3 +284,33 @@ func hintOr(h, alt string) string {
 	}
 	return alt
 }
+
+// reviewers checks a gate's reviewers: a list of "role:NAME" and
+// "principal:NAME", each checked where it is written, or an expression
+// over the rule's variables that gives such a list, checked as it runs.
+// Nil when there are none or they do not check.
+func (k *check) reviewers(d *Document, n *yaml.Node, lang Lang, env *Env) runner.Evaluator {
+	if n == nil || k.bad(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		if p := k.compile(d, n, lang, env, ArrayOf(StringType)); p != nil {
+			return p
+		}
+		return nil
+	}
+	list := reviewerList{}
+	for _, item := range n.Content {
+		if _, err := access.ParseReviewers([]string{item.Value}); err != nil {
+			k.diags.Errorf(d.Pos(item), CodeSchemaValue, "%v", err)
+		}
+		list = append(list, item.Value)
+	}
+	return list
+}
+
+// reviewerList is a gate's reviewers written as a list.
+type reviewerList []any
+
+// Eval returns the list.
+func (l reviewerList) Eval(map[string]any) (any, error) { return []any(l), nil }

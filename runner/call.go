@@ -150,7 +150,9 @@ func (r *Run) before(req ToolRequest, i int) (*toolCall, error) {
 	case f.deny != nil:
 		c.deny = f.deny
 	case f.gate != nil:
-		r.hold(c, f.gate, &callEntry{})
+		if err := r.hold(c, f.gate, &callEntry{}, f.vars); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -265,7 +267,9 @@ func (r *Run) after(c *toolCall, o ToolOutcome) (ToolOutcome, error) {
 		return r.withheld(c, o, f.deny), nil
 	case f.gate != nil:
 		// the result is journaled with the pause: the call never runs again
-		r.hold(c, f.gate, &callEntry{Exec: o.Exec, State: o.state, After: true})
+		if err := r.hold(c, f.gate, &callEntry{Exec: o.Exec, State: o.state, After: true}, f.vars); err != nil {
+			return ToolOutcome{}, err
+		}
 		return r.decideAfter(c)
 	}
 	return o, nil
@@ -446,7 +450,9 @@ func (r *Run) approveLLM(c *toolCall, rec *LLMCall, skills []string) error {
 		}
 		c.info.Args = map[string]any{"model": rec.Model, "phase": rec.Phase}
 		r.modelID(c, rec.Model)
-		r.hold(c, gate, &callEntry{Model: &modelCall{}})
+		if err := r.hold(c, gate, &callEntry{Model: &modelCall{}}, vars()); err != nil {
+			return err
+		}
 	}
 	if c.entry.Decision == nil {
 		vars() // what the reviewer reads is rendered with them

@@ -54,6 +54,9 @@ type meta struct {
 	// Started is when the run's turn began (what expressions see as
 	// run.started_at).
 	Started time.Time `json:"started,omitzero"`
+	// Requester is the principal who started the turn (RunOptions.As):
+	// the requester its gates record.
+	Requester string `json:"requester,omitempty"`
 	// Caught is the error a route caught this step (or, in a snapshot,
 	// before): what expressions see as error from here on.
 	Caught map[string]any `json:"caught,omitempty"`
@@ -117,7 +120,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	b := (*p)[:0]
 	var err error
 	if snap {
-		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = r.input, r.Graph.Defs, r.tenant, r.turn, r.started
+		m.Input, m.Defs, m.Tenant, m.Turn, m.Started, m.Requester = r.input, r.Graph.Defs, r.tenant, r.turn, r.started, r.requester
 		b, err = AppendJSON(b, c.state, true)
 		cp.Snapshot = b[:len(b):len(b)]
 	} else if c.writes != nil {
@@ -330,7 +333,7 @@ func (m *meta) normalize() {
 // input and definitions, the newest usage and budget.
 func (m *meta) latest(n *meta) {
 	if m.Input == nil && m.Defs == nil {
-		m.Input, m.Defs, m.Tenant, m.Turn, m.Started = n.Input, n.Defs, n.Tenant, n.Turn, n.Started
+		m.Input, m.Defs, m.Tenant, m.Turn, m.Started, m.Requester = n.Input, n.Defs, n.Tenant, n.Turn, n.Started, n.Requester
 	}
 	if n.Usage != nil {
 		m.Usage = n.Usage

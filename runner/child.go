@@ -63,13 +63,14 @@ func (r *Run) Now() time.Time { return r.clock.Now() }
 func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string]any, resume any) (*Result, error) {
 	thread := fmt.Sprintf("%s/%s@%d", r.Thread, name, r.step)
 	e := &Engine{Store: r.engine.Store, Items: r.engine.Items, Sink: r.engine.Sink, Clock: r.engine.Clock, Tenant: r.tenant, meter: r.meter, parent: r.Thread, Durability: r.durability()}
+	opt := RunOptions{As: r.as}
 	if e.Store == nil {
-		return e.Run(ctx, g, thread, input)
+		return e.RunWith(ctx, g, thread, input, opt)
 	}
 	hist, err := e.Store.History(ctx, thread)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && len(hist) == 0):
-		return e.Run(ctx, g, thread, input)
+		return e.RunWith(ctx, g, thread, input, opt)
 	case err != nil:
 		return nil, err
 	}
@@ -82,9 +83,9 @@ func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string
 		if !ok { // a value for another of the parent's interrupts: still waiting
 			return &Result{Thread: thread, Status: StatusInterrupted, Interrupt: it}, nil
 		}
-		return e.Resume(ctx, g, thread, ResumeOptions{Value: v})
+		return e.Resume(ctx, g, thread, ResumeOptions{Value: v, RunOptions: opt})
 	}
-	return e.Resume(ctx, g, thread, ResumeOptions{}) // cut short: it goes on
+	return e.Resume(ctx, g, thread, ResumeOptions{RunOptions: opt}) // cut short: it goes on
 }
 
 // finished returns the result of a completed thread from its checkpoints.

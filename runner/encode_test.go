@@ -95,7 +95,7 @@ func TestMetaJSON(t *testing.T) {
 		{Usage: &RunUsage{Usage: Usage{InputTokens: 10, OutputTokens: 3, CachedInputTokens: 4}, CostUSD: 0.0025,
 			LLMCalls: 1, ToolCalls: 2, Iterations: 3, StructuredRetries: 1}},
 		{Input: map[string]any{"q": "<tag> & é"}, Defs: map[string]string{"pipeline/p": "abc", "agent/a": "d\"ef"},
-			Tenant: "acme", Turn: 3, Started: started, Usage: &RunUsage{}},
+			Tenant: "acme", Turn: 3, Started: started, Requester: "alice", Usage: &RunUsage{}},
 		{Error: &RunError{Code: "node_error", Node: "n", Message: "boom"}, Budget: &Budget{MaxTokens: 5},
 			SideWrites: Update{"a": 1}, Pending: Update{"b": []any{"x"}}, Journal: []*callEntry{{}},
 			Caught: map[string]any{"message": "m", "kind": "k"}},
@@ -111,7 +111,7 @@ func TestMetaJSON(t *testing.T) {
 	if _, err := (&meta{Usage: &RunUsage{CostUSD: math.NaN()}}).appendJSON(nil); err == nil {
 		t.Error("meta.appendJSON of a NaN cost: no error")
 	}
-	if n := reflect.TypeFor[meta]().NumField(); n != 12 {
-		t.Errorf("meta has %d fields, not 12: write the new ones in meta.appendJSON, and here", n)
+	if n := reflect.TypeFor[meta]().NumField(); n != 13 {
+		t.Errorf("meta has %d fields, not 13: write the new ones in meta.appendJSON, and here", n)
 	}
 }

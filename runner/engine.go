@@ -120,7 +120,7 @@ func (e *Engine) RunWith(ctx context.Context, g *Graph, thread string, input map
 			return nil, err
 		}
 	}
-	r.input, r.started = input, r.clock.Now()
+	r.input, r.started, r.requester = input, r.clock.Now(), opt.As.Name
 	start, route, err := r.start(state)
 	if err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func (e *Engine) reopen(g *Graph, thread string, cps []*store.Checkpoint, m *met
 	at := cps[len(cps)-1]
 	r := e.newRun(g, thread, m.Tenant)
 	r.id, r.step, r.turn, r.input, r.snapSize, r.caught = at.ID, at.Step, m.Turn, m.Input, len(cps[0].Snapshot), m.Caught
-	r.started = m.Started
+	r.started, r.requester = m.Started, m.Requester
 	for _, cp := range cps[1:] {
 		r.sinceSnap += len(cp.Writes)
 	}

@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // The approval gate and the step's journal. A require_hitl rule pauses
@@ -48,9 +51,13 @@ type callEntry struct {
 	Mutating bool `json:"mutating,omitempty"`
 	// Rule is the gate that paused the call; After marks a gate on its
 	// result; Expires is when an unanswered gate takes its on_expire.
-	Rule     string         `json:"rule,omitempty"`
-	After    bool           `json:"after,omitempty"`
-	Expires  *time.Time     `json:"expires,omitempty"`
+	Rule    string     `json:"rule,omitempty"`
+	After   bool       `json:"after,omitempty"`
+	Expires *time.Time `json:"expires,omitempty"`
+	// Ballot, for a gate whose rule names reviewers, a quorum or a
+	// requester kept apart, is who may decide it, frozen as it opened, and
+	// who has approved it so far.
+	Ballot   *access.Ballot `json:"ballot,omitempty"`
 	Decision *Decision      `json:"decision,omitempty"`
 	Exec     *ToolExecution `json:"exec,omitempty"`
 	State    Update         `json:"state,omitempty"` // a state-aware call's updates
@@ -185,14 +192,50 @@ func (r *Run) journalEntries() []*callEntry {
 	return out
 }
 
-// hold journals a call a gate stops, with when it expires.
-func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry) {
+// hold journals a call a gate stops, with when it expires and who may
+// decide it, computed over the rule's variables vars. Reviewers that
+// cannot be computed end the run: the call does not go through.
+func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry, vars map[string]any) error {
 	e.ID, e.Tool, e.Args, e.Mutating, e.Rule = c.info.ID, c.info.Name, c.info.Args, c.info.Mutating, gate.Key
-	if h := gate.Action.HITL; h.Expires > 0 {
+	h := gate.Action.HITL
+	if h.Expires > 0 {
 		t := r.clock.Now().Add(h.Expires)
 		e.Expires = &t
 	}
+	if h.ballots() {
+		b, err := r.ballot(h, vars)
+		if err != nil {
+			return &RuleError{Key: gate.Key, Reason: "reviewers: " + err.Error()}
+		}
+		e.Ballot = b
+	}
 	c.entry = r.journal(e)
+	return nil
+}
+
+// ballot is who may decide a gate of h, its reviewers computed over vars,
+// and who asked: the principal who started the turn.
+func (r *Run) ballot(h *HITL, vars map[string]any) (*access.Ballot, error) {
+	b := &access.Ballot{Tenant: r.tenant, Quorum: h.Quorum, Requester: r.requester, DistinctFromRequester: h.DistinctFromRequester}
+	if h.Reviewers == nil {
+		return b, nil
+	}
+	v, err := h.Reviewers.Eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	list, _ := NormalizeJSON(v).([]any)
+	entries := make([]string, len(list))
+	for i, x := range list {
+		if entries[i], _ = x.(string); entries[i] == "" {
+			return nil, fmt.Errorf("entry %d is %s, not a reviewer: a list of \"role:NAME\" and \"principal:NAME\"", i+1, jsonType(x))
+		}
+	}
+	if list == nil && v != nil {
+		return nil, fmt.Errorf("%s, not a list of \"role:NAME\" and \"principal:NAME\"", jsonType(NormalizeJSON(v)))
+	}
+	b.Reviewers, err = access.ParseReviewers(entries)
+	return b, err
 }
 
 // gateRule returns the require_hitl rule called key.
@@ -229,24 +272,53 @@ func (r *Run) settle(calls []*toolCall) error {
 	for i, c := range calls {
 		held[i] = r.held(c)
 	}
+	for _, c := range calls {
+		if err := access.MayDecide(r.as, r.ballotOf(c.entry)); err != nil {
+			return InvalidResume(fmt.Errorf("%s %s: %w", c.info.Name, c.info.ID, err))
+		}
+	}
 	verdict, err := decide(v, held)
 	if err != nil {
 		return err
 	}
+	reviewer := or(r.as.Name, verdict.Reviewer) // the principal, when it has a name
+	var open []*toolCall                        // approved, short of their quorum
 	for i, c := range calls {
 		if c.entry.Decision != nil { // expired meanwhile
 			continue
 		}
-		e := *c.entry
-		e.Decision = verdict.Decisions[i]
-		if e.Decision.Type == DecisionEdit {
-			e.Args, c.info.Args = e.Decision.Args, e.Decision.Args
+		e, d := *c.entry, verdict.Decisions[i]
+		d.Reviewer = reviewer
+		if d.Type == DecisionApprove && e.Ballot != nil {
+			b := *e.Ballot
+			b.Voted = append(slices.Clone(b.Voted), r.as.Name)
+			if e.Ballot = &b; len(b.Voted) < b.Quorum {
+				c.entry = r.journal(&e)
+				open = append(open, c)
+				continue
+			}
+		}
+		e.Decision = d
+		if d.Type == DecisionEdit {
+			e.Args, c.info.Args = d.Args, d.Args
 		}
 		c.entry = r.journal(&e)
 	}
 	r.emit(EventRule, r.in.Node, map[string]any{"rule": calls[0].entry.Rule, "action": "decision", "decisions": verdict.Decisions,
-		"reviewer": verdict.Reviewer})
+		"reviewer": reviewer})
+	if len(open) > 0 { // the pause's checkpoint journals the votes
+		return r.gateInterrupt(open)
+	}
 	return Permanent(r.saveJournal())
+}
+
+// ballotOf is who may decide the call e: anyone of the run's tenant for a
+// gate whose rule names no one.
+func (r *Run) ballotOf(e *callEntry) access.Ballot {
+	if e.Ballot == nil {
+		return access.Ballot{Tenant: r.tenant}
+	}
+	return *e.Ballot
 }
 
 // ResumeChecker is a node that pauses with no rule and checks the value
@@ -283,13 +355,15 @@ func checkValue(s *Step, value any) error {
 }
 
 // CheckResume tells, before a resume starts, whether a thread of g that
-// stands at ts would take value: a gate's verdict read by decide — forms,
-// keys, resume_schemas, each decision against its call, edited arguments
+// stands at ts would take value from principal p: p must be allowed to
+// decide every call a gate holds (access.MayDecide, an error wrapping
+// access.ErrForbidden), and the verdict is read by decide — forms, keys,
+// resume_schemas, each decision against its call, edited arguments
 // against the tool — or a node's value by its check. It changes nothing;
 // a refusal wraps ErrInvalidResume and ErrInput, as the resume's own
 // would. A thread paused where the resume decides more (a budget, a child
 // thread, a static pause) passes: the resume itself says.
-func CheckResume(g *Graph, ts *ThreadState, value any) error {
+func CheckResume(g *Graph, ts *ThreadState, value any, p access.Principal) error {
 	intr, s := ts.Interrupt, g.Nodes[ts.Next]
 	if intr == nil || s == nil || len(intr.Pending) > 0 || intr.static() || intr.Kind == KindBudget || intr.Node != s.Name {
 		return nil
@@ -310,6 +384,14 @@ func CheckResume(g *Graph, ts *ThreadState, value any) error {
 		h.rule, _ = req["rule"].(string)
 		h.rule = or(h.rule, intr.Rule)
 		h.hitl, h.checkArgs = ruleByKey(rules, h.rule).Action.HITL, argsChecker(g.Tools[h.tool])
+		b := access.Ballot{Tenant: ts.Tenant}
+		if raw, err := json.Marshal(req["ballot"]); err == nil && req["ballot"] != nil {
+			_ = json.Unmarshal(raw, &b)
+		}
+		if err := access.MayDecide(p, b); err != nil {
+			return InvalidResume(fmt.Errorf("%s %s: %w", h.tool, h.id, err))
+		}
+		h.quorum = b.Quorum
 		held = append(held, h)
 	}
 	_, err := decide(value, held)
@@ -320,7 +402,7 @@ func CheckResume(g *Graph, ts *ThreadState, value any) error {
 func (r *Run) held(c *toolCall) heldCall {
 	rule := r.gateRule(c.entry.Rule)
 	return heldCall{id: c.info.ID, tool: c.info.Name, rule: rule.Key, trigger: c.entry.trigger(), hitl: rule.Action.HITL,
-		checkArgs: argsChecker(c.req.Spec)}
+		checkArgs: argsChecker(c.req.Spec), quorum: r.ballotOf(c.entry).Quorum}
 }
 
 // argsChecker is a tool's check of its arguments; nil when it has none.
@@ -415,7 +497,11 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 			desc = fmt.Sprintf("%s wants to call %s; rule %s requires a human decision", or(r.agentName(), "the agent"), c.info.Name, first.Rule)
 		}
 		msg = desc
-		actions = append(actions, map[string]any{"name": c.info.Name, "args": c.info.Args, "description": desc, "id": c.info.ID, "rule": c.entry.Rule})
+		action := map[string]any{"name": c.info.Name, "args": c.info.Args, "description": desc, "id": c.info.ID, "rule": c.entry.Rule}
+		if b := c.entry.Ballot; b != nil {
+			action["ballot"] = b
+		}
+		actions = append(actions, action)
 		configs = append(configs, map[string]any{"action_name": c.info.Name, "allowed_decisions": anyList(decisions)})
 		callIDs = append(callIDs, c.info.ID)
 	}
@@ -424,6 +510,9 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 		"checkpoint_type": h.CheckpointType, "calls": callIDs, "after_call": after, "trigger": first.trigger()}
 	if e := first.Expires; e != nil {
 		payload["expires_at"] = stamp(*e)
+	}
+	if b := first.Ballot; b != nil { // who may decide, and the quorum's progress
+		payload["ballot"] = b
 	}
 	if after {
 		payload["result"] = first.Exec.Value()

@@ -51,6 +51,9 @@ func (m *meta) appendJSON(b []byte) ([]byte, error) {
 	if !m.Started.IsZero() {
 		o.marshal("started", m.Started)
 	}
+	if m.Requester != "" {
+		o.value("requester", m.Requester)
+	}
 	if len(m.Caught) > 0 {
 		o.value("caught", m.Caught)
 	}

@@ -129,7 +129,21 @@ type HITL struct {
 	OnExpire string
 	// Check, when set, validates the resume value against ResumeSchema.
 	Check func(any) error
+	// Reviewers, when set, computes over the rule's variables, as the gate
+	// opens, who may decide it: a list of "role:NAME" and "principal:NAME"
+	// (access.ParseReviewers), frozen in the journal. Unset, or a list of
+	// none: anyone of the thread's tenant.
+	Reviewers Evaluator
+	// Quorum is how many distinct principals must approve before the call
+	// runs (0 or 1: one); a single reject decides at once.
+	Quorum int
+	// DistinctFromRequester keeps the principal who started the run from
+	// deciding.
+	DistinctFromRequester bool
 }
+
+// ballots reports whether a gate of h records who may decide it.
+func (h *HITL) ballots() bool { return h.Reviewers != nil || h.Quorum > 1 || h.DistinctFromRequester }
 
 // RuleError ends a run: a rule aborted it, or a rule could not be
 // evaluated (a gate that cannot decide does not let the call through).
@@ -158,7 +172,8 @@ func MustStop(ctxErr, err error) bool {
 
 // firing is what the rules of one trigger decided for one call.
 type firing struct {
-	gate  *Rule // the first require_hitl rule that fired
+	gate  *Rule          // the first require_hitl rule that fired
+	vars  map[string]any // the variables it fired on
 	deny  *DeniedError
 	abort *RuleError
 }
@@ -211,7 +226,7 @@ func (r *Run) act(rule *Rule, vars map[string]any, f *firing) error {
 		}
 	case ActRequireHITL:
 		if f.gate == nil {
-			f.gate = rule
+			f.gate, f.vars = rule, vars
 		}
 	case ActSet:
 		upd := Update{}

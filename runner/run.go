@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runner-dev/runner/runner/access"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -36,6 +37,8 @@ type Run struct {
 	in        Input
 	path      []string
 	tenant    string
+	as        access.Principal // who the invocation acts as (RunOptions.As)
+	requester string           // who started the turn: its gates' requester
 	// caught is what expressions see as error (see catch); caughtNew: the
 	// next checkpoint records it.
 	caught    map[string]any

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/runner-dev/runner/runner/access"
 	"slices"
 )
 
@@ -28,6 +29,11 @@ type RunOptions struct {
 	// `config`, the defaults filling in the rest. A value that does not
 	// fit is refused with an error wrapping ErrInput.
 	Config map[string]any
+	// As is the principal the invocation acts as: who starts the run (the
+	// requester a gate records) or who decides the gate it resumes
+	// (access.MayDecide). Its zero value is an unnamed principal of the
+	// thread's tenant.
+	As access.Principal
 }
 
 // configure sets what the run's expressions see as config: opt's values
@@ -48,12 +54,15 @@ func (r *Run) configure(opt RunOptions) error {
 	return err
 }
 
-// staticInterrupts sets the run's config (configure) and the nodes the
-// run pauses before and after: the graph's, or opt's. A node the graph does not have is refused with an
+// staticInterrupts sets the run's config (configure), its principal and
+// the nodes the run pauses before and after: the graph's, or opt's. A node the graph does not have is refused with an
 // error wrapping ErrInput.
 func (r *Run) staticInterrupts(opt RunOptions) error {
 	if err := r.configure(opt); err != nil {
 		return err
+	}
+	if r.as = opt.As; r.as.Tenant == "" && r.as.Name == "" && r.as.Roles == nil {
+		r.as.Tenant = r.tenant
 	}
 	r.pauseBefore, r.pauseAfter = r.Graph.InterruptBefore, r.Graph.InterruptAfter
 	for _, o := range []struct {

@@ -71,6 +71,8 @@ type heldCall struct {
 	hitl     *HITL
 	// checkArgs, when set, validates edited arguments.
 	checkArgs func(map[string]any) error
+	// quorum is how many distinct principals must approve the call.
+	quorum int
 }
 
 // decide is the one decide path: it reads v, a reviewer's answer, as the
@@ -113,6 +115,9 @@ func (c heldCall) accept(d *Decision) error {
 	}
 	if d.Type != DecisionEdit {
 		return nil
+	}
+	if c.quorum > 1 {
+		return fmt.Errorf("an edit is not allowed where %d principals must approve the same call: approve it as it is, or reject it", c.quorum)
 	}
 	if d.tool != "" && d.tool != c.tool {
 		return fmt.Errorf("the edit names tool %s, but the gated call is %s: an edit changes a call's arguments, never its tool; reject the call instead", d.tool, c.tool)

@@ -66,7 +66,7 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 		err = inputProblem(err, "input")
 	}
 	if err == nil && mode == modeResume { // so must a verdict: a refused one is a 422, and the run is not made
-		err = runner.CheckResume(g, ts, q.resume)
+		err = runner.CheckResume(g, ts, q.resume, q.opts.As)
 	}
 	return p, err
 }

@@ -155,6 +155,8 @@ func asProblem(err error) *problem {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return problemf(http.StatusNotFound, "not found (or not yours)")
+	case errors.Is(err, access.ErrForbidden):
+		return problemf(http.StatusForbidden, "%v", err)
 	case errors.Is(err, runner.ErrInvalidResume) && errors.Is(err, runner.ErrInput):
 		return problemf(http.StatusUnprocessableEntity, "%v", err).as(typeInvalidResume)
 	case errors.Is(err, runner.ErrInvalidResume):

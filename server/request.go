@@ -62,7 +62,7 @@ var streamModes = []string{"values", "updates", "messages", "messages-tuple", "d
 // honour is refused with a 422 saying so, not ignored, and every value
 // outside its field's type or enum with a 422 naming the field.
 func parseRunRequest(r *http.Request) (*runRequest, error) {
-	q := &runRequest{}
+	q := &runRequest{opts: runner.RunOptions{As: principal(r.Context())}} // who starts or decides: never the body
 	if err := decodeBody(r, q); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"strings"
 	"syscall"
 
@@ -71,6 +72,8 @@ THREAD). See "Exit codes" in docs/cli.md.`,
 	f.BoolP("verbose", "v", false, "print each node's progress on stderr even when it is not a terminal")
 	f.String("script", "", "answer every LLM call from this file of scripted replies (no API key needed)")
 	f.String("tenant", "", "the tenant whose thread runs: its rule sets apply, and --thread and --resume name its threads")
+	f.String("as", "", "the principal who starts the run or, with --resume, decides its approval (default: the OS user)")
+	f.StringSlice("role", nil, "with --as: the principal's roles (a rule's reviewers may name them)")
 	f.String("durability", "", "when a step's checkpoint reaches the store: sync, async or exit (default: the pipeline's durability, else sync)")
 	f.StringSlice("interrupt-before", nil, "pause before these nodes (replaces the pipeline's interrupt_before for this run)")
 	f.StringSlice("interrupt-after", nil, "pause after these nodes (replaces the pipeline's interrupt_after for this run)")
@@ -150,7 +153,7 @@ func runInput(cmd *cobra.Command, t *target) (map[string]any, error) {
 func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *target, input map[string]any) (*runner.Result, error) {
 	f := cmd.Flags()
 	if thread, _ := f.GetString("resume"); thread != "" {
-		thread, _, err := access.ParseThread(e.Tenant, thread)
+		thread, tenant, err := access.ParseThread(e.Tenant, thread)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("--resume: %w", err))
 		}
@@ -159,7 +162,11 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 			return nil, usageErr(err)
 		}
 		force, _ := f.GetBool("force")
-		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: runOptions(cmd)})
+		opt, err := runOptions(cmd, tenant)
+		if err != nil {
+			return nil, err
+		}
+		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: opt})
 	}
 	thread, _ := f.GetString("thread")
 	if thread == "" {
@@ -170,14 +177,23 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 		return nil, usageErr(fmt.Errorf("--thread: %w", err))
 	}
 	e.Tenant = tenant // a /TENANT/ID thread runs for its tenant
+	opt, err := runOptions(cmd, tenant)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "thread %s\n", thread)
-	return e.RunWith(ctx, t.graph, thread, input, runOptions(cmd))
+	return e.RunWith(ctx, t.graph, thread, input, opt)
 }
 
-// runOptions are the per-run options of the flags: the static interrupts
-// given replace the pipeline's.
-func runOptions(cmd *cobra.Command) runner.RunOptions {
+// runOptions are the per-run options of the flags: the principal the run
+// acts as, of tenant (localPrincipal), and the static interrupts, which
+// replace the pipeline's.
+func runOptions(cmd *cobra.Command, tenant string) (runner.RunOptions, error) {
 	var opt runner.RunOptions
+	var err error
+	if opt.As, err = localPrincipal(cmd, tenant); err != nil {
+		return opt, err
+	}
 	f := cmd.Flags()
 	if f.Changed("interrupt-before") {
 		opt.InterruptBefore, _ = f.GetStringSlice("interrupt-before")
@@ -187,7 +203,33 @@ func runOptions(cmd *cobra.Command) runner.RunOptions {
 		opt.InterruptAfter, _ = f.GetStringSlice("interrupt-after")
 		opt.InterruptAfter = append([]string{}, opt.InterruptAfter...)
 	}
-	return opt
+	return opt, nil
+}
+
+// localPrincipal is who a command of tenant acts as: the local user is
+// trusted to say (--as, --role); by default the OS user, with no roles.
+func localPrincipal(cmd *cobra.Command, tenant string) (access.Principal, error) {
+	f := cmd.Flags()
+	name, _ := f.GetString("as")
+	if name == "" {
+		name = osUser()
+	}
+	roles, _ := f.GetStringSlice("role")
+	p := access.Principal{Tenant: tenant, Name: name, Roles: roles}
+	if err := p.Check(); err != nil {
+		return p, usageErr(fmt.Errorf("--as, --role: %w", err))
+	}
+	return p, nil
+}
+
+// osUser is the name of the OS user, or "local" when it is not a
+// principal's name.
+func osUser() string {
+	u, err := user.Current()
+	if err != nil || (access.Principal{Name: u.Username}).Check() != nil {
+		return access.Local().Name
+	}
+	return u.Username
 }
 
 // jsonFlag reads a flag holding JSON or @FILE; empty is nil.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // The values of exec's --output.
@@ -116,6 +117,8 @@ func errorOutcome(cmd *cobra.Command, err error) (int, *execReport) {
 		if missing := ie.Missing(); len(missing) > 0 {
 			rep.Next = new(inputCommand(cmd, missing))
 		}
+	case errors.Is(err, access.ErrForbidden):
+		rep.Error.Code = "forbidden"
 	case errors.Is(err, runner.ErrInput):
 		rep.Error.Code = "invalid_input"
 	case errors.Is(err, runner.ErrThreadBusy):

@@ -167,7 +167,8 @@ func TestParseThread(t *testing.T) {
 
 // TestMayDecide: a principal decides a held call only when it is among
 // the reviewers, is not the requester the rule keeps apart, has not
-// decided it already, and has a name where decisions are told apart.
+// decided it already, and has a name where decisions are told apart; a
+// principal of another tenant decides nothing.
 func TestMayDecide(t *testing.T) {
 	alice := access.Principal{Tenant: "acme", Name: "alice", Roles: []string{"ops-lead"}}
 	cfo := access.Principal{Tenant: "acme", Name: "carol", Roles: []string{"cfo"}}
@@ -179,15 +180,18 @@ func TestMayDecide(t *testing.T) {
 		b    access.Ballot
 		want string // "" allowed
 	}{
-		{"anyone of the tenant", unnamed, access.Ballot{}, ""},
-		{"by role", alice, access.Ballot{Reviewers: byRole}, ""},
-		{"by name", cfo, access.Ballot{Reviewers: access.Reviewers{Principals: []string{"carol"}}}, ""},
-		{"without the role", cfo, access.Ballot{Reviewers: byRole}, "carol (roles cfo) is not among its reviewers (roles ops-lead)"},
-		{"the requester", alice, access.Ballot{Reviewers: byRole, Requester: "alice", DistinctFromRequester: true}, "alice started the run"},
-		{"the requester, not kept apart", alice, access.Ballot{Reviewers: byRole, Requester: "alice"}, ""},
-		{"a second vote", alice, access.Ballot{Reviewers: byRole, Quorum: 2, Voted: []string{"alice"}}, "alice has decided it already; it needs 2 distinct principals"},
-		{"a quorum, unnamed", unnamed, access.Ballot{Reviewers: byRole, Quorum: 2}, "the key names none"},
-		{"kept from the requester, unnamed", unnamed, access.Ballot{DistinctFromRequester: true}, "the key names none"},
+		{"anyone of the tenant", unnamed, access.Ballot{Tenant: "acme"}, ""},
+		{"by role", alice, access.Ballot{Tenant: "acme", Reviewers: byRole}, ""},
+		{"by name", cfo, access.Ballot{Tenant: "acme", Reviewers: access.Reviewers{Principals: []string{"carol"}}}, ""},
+		{"without the role", cfo, access.Ballot{Tenant: "acme", Reviewers: byRole}, "carol (roles cfo) is not among its reviewers (roles ops-lead)"},
+		{"the requester", alice, access.Ballot{Tenant: "acme", Reviewers: byRole, Requester: "alice", DistinctFromRequester: true}, "alice started the run"},
+		{"the requester, not kept apart", alice, access.Ballot{Tenant: "acme", Reviewers: byRole, Requester: "alice"}, ""},
+		{"a second vote", alice, access.Ballot{Tenant: "acme", Reviewers: byRole, Quorum: 2, Voted: []string{"alice"}}, "alice has decided it already; it needs 2 distinct principals"},
+		{"a quorum, unnamed", unnamed, access.Ballot{Tenant: "acme", Reviewers: byRole, Quorum: 2}, "the key names none"},
+		{"kept from the requester, unnamed", unnamed, access.Ballot{Tenant: "acme", DistinctFromRequester: true}, "the key names none"},
+		{"another tenant's", access.Principal{Tenant: "other", Name: "carol", Roles: []string{"cfo"}}, access.Ballot{Tenant: "acme"},
+			"carol (roles cfo) is a principal of tenant other; the approval is tenant acme's"},
+		{"the default tenant's", cfo, access.Ballot{}, "the approval is tenant default's"},
 	} {
 		err := access.MayDecide(tc.p, tc.b)
 		switch {
@@ -221,5 +225,19 @@ func TestReviewerKeys(t *testing.T) {
 	}
 	if !slices.Equal(access.Reviewers{}.Keys(), []string{"*"}) {
 		t.Errorf("open reviewers' keys = %v", access.Reviewers{}.Keys())
+	}
+}
+
+// TestParseReviewers: a rule's reviewers are "role:NAME" and
+// "principal:NAME"; any other entry is refused, naming it.
+func TestParseReviewers(t *testing.T) {
+	r, err := access.ParseReviewers([]string{"role:cfo", "principal:alice", "role:ops-lead"})
+	if err != nil || !slices.Equal(r.Roles, []string{"cfo", "ops-lead"}) || !slices.Equal(r.Principals, []string{"alice"}) {
+		t.Fatalf("ParseReviewers = %+v, %v", r, err)
+	}
+	for _, bad := range []string{"cfo", "group:x", "role:", "principal:-x"} {
+		if _, err := access.ParseReviewers([]string{bad}); err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(strings.TrimPrefix(bad, "role:"), "principal:")) {
+			t.Errorf("ParseReviewers(%q) = %v, want an error naming it", bad, err)
+		}
 	}
 }

@@ -82,19 +82,20 @@ func (p Principal) String() string {
 }
 
 // Ballot is one held call of an approval as a decision on it is
-// checked: who may decide it, how many distinct principals must agree,
-// who started the run and whether they are kept from deciding, and who
-// has decided it already.
+// checked: whose tenant's thread holds it, who may decide it, how many
+// distinct principals must agree, who started the run and whether they
+// are kept from deciding, and who has approved it already.
 type Ballot struct {
-	Reviewers Reviewers
+	Tenant    string    `json:"tenant,omitempty"`
+	Reviewers Reviewers `json:"reviewers"`
 	// Quorum is how many distinct principals must approve (0 or 1: one).
-	Quorum int
+	Quorum int `json:"quorum,omitempty"`
 	// Requester is the name of the principal who started the run;
 	// DistinctFromRequester keeps them from deciding.
-	Requester             string
-	DistinctFromRequester bool
-	// Voted are the principals who have decided the call already.
-	Voted []string
+	Requester             string `json:"requester,omitempty"`
+	DistinctFromRequester bool   `json:"distinct_from_requester,omitempty"`
+	// Voted are the principals who have approved the call already.
+	Voted []string `json:"approved_by,omitempty"`
 }
 
 // ErrForbidden is MayDecide's refusal: the principal may not decide the
@@ -102,12 +103,14 @@ type Ballot struct {
 var ErrForbidden = errors.New("not allowed to decide this approval")
 
 // MayDecide is the one decision whether p may decide the held call b
-// describes: p must be among its reviewers, not the requester when the
+// describes: p must be of its tenant, among its reviewers, not the requester when the
 // rule keeps them apart, and not have decided it already; a decision that
 // must be told from others' (a quorum, a requester kept apart) needs a
 // named principal. The error wraps ErrForbidden and says why and who may.
 func MayDecide(p Principal, b Ballot) error {
 	switch {
+	case p.Tenant != b.Tenant:
+		return forbidden("%s is a principal of tenant %s; the approval is tenant %s's", p, or(p.Tenant, "default"), or(b.Tenant, "default"))
 	case !b.Reviewers.Admits(p):
 		return forbidden("%s is not among its reviewers (%s)", p, b.Reviewers)
 	case p.Name == "" && (b.Quorum > 1 || b.DistinctFromRequester):
@@ -118,6 +121,27 @@ func MayDecide(p Principal, b Ballot) error {
 		return forbidden("%s has decided it already; it needs %d distinct principals", p.Name, max(b.Quorum, 1))
 	}
 	return nil
+}
+
+// ParseReviewers reads a rule's reviewers: entries "role:NAME" and
+// "principal:NAME". An entry of another form is an error that says which.
+func ParseReviewers(entries []string) (Reviewers, error) {
+	var r Reviewers
+	for _, e := range entries {
+		var err error
+		switch kind, name, _ := strings.Cut(e, ":"); kind {
+		case "role":
+			err, r.Roles = checkRole(name), append(r.Roles, name)
+		case "principal":
+			err, r.Principals = checkPrincipal(name), append(r.Principals, name)
+		default:
+			err = fmt.Errorf(`reviewer %q: write "role:NAME" or "principal:NAME"`, e)
+		}
+		if err != nil {
+			return Reviewers{}, err
+		}
+	}
+	return r, nil
 }
 
 // String lists r's roles and principals ("anyone of the tenant" for
