@@ -21,6 +21,7 @@ type memory struct {
 	memAssistants
 	memApprovals
 	memItems
+	memCrons
 	leases map[string]Lease
 }
 
@@ -40,7 +41,8 @@ func (t *memThread) summary(id string) Thread {
 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
-// It is a RunStore, an AssistantStore, an ApprovalStore and an ItemStore too.
+// It is a RunStore, an AssistantStore, an ApprovalStore, an ItemStore and a
+// CronStore too.
 func NewMemory() Store {
 	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns(),
 		memApprovals: memApprovals{approvals: map[string]*Approval{}}, memItems: newMemItems()}

@@ -26,3 +26,7 @@ func TestMemoryApprovals(t *testing.T) {
 func TestMemoryItemStore(t *testing.T) {
 	storetest.RunItemStore(t, func(*testing.T) store.ItemStore { return store.NewMemory().(store.ItemStore) })
 }
+
+func TestMemoryCronStore(t *testing.T) {
+	storetest.RunCronStore(t, func(*testing.T) store.CronStore { return store.NewMemory().(store.CronStore) })
+}

@@ -312,6 +312,12 @@ func TestItemStoreConformance(t *testing.T) {
 	})
 }
 
+func TestCronStoreConformance(t *testing.T) {
+	storetest.RunCronStore(t, func(t *testing.T) store.CronStore {
+		return newTestDB(t).open(t).(store.CronStore)
+	})
+}
+
 // TestRunStoreTerminatedConnections ends the store's backends between
 // appends and run changes: each call goes through on a new connection,
 // and the run's events stay numbered 1..n, none lost or doubled.

@@ -37,6 +37,8 @@ import (
 // Version 7: the approvals gates wait for (approvals.go).
 //
 // Version 8: the long-term memory store's items (items.go).
+//
+// Version 9: the crons, scheduled runs (crons.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -78,7 +80,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -85,6 +85,8 @@ import (
 // Version 14: the approvals gates wait for (approvals.go).
 //
 // Version 15: the long-term memory store's items (items.go).
+//
+// Version 16: the crons, scheduled runs (crons.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -238,7 +240,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert

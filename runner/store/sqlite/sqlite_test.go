@@ -149,6 +149,12 @@ func TestItemStoreConformance(t *testing.T) {
 	})
 }
 
+func TestCronStoreConformance(t *testing.T) {
+	storetest.RunCronStore(t, func(t *testing.T) store.CronStore {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.CronStore)
+	})
+}
+
 // TestSQLiteMigrateV1 opens a file of schema version 1 holding a
 // checkpoint: it is migrated (to a rowid checkpoints table since version
 // 4), keeps the checkpoint and the thread's summary, refuses a repeated
