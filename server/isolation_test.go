@@ -397,11 +397,15 @@ func TestStreamsEndWhenDeleted(t *testing.T) {
 }
 
 // newEnvOn serves the test graphs from st, as a second replica.
-func newEnvOn(t *testing.T, st store.Store) *env {
+func newEnvOn(t *testing.T, st store.Store, tweak ...func(*server.Config)) *env {
 	t.Helper()
-	srv, err := server.New(context.Background(), server.Config{Store: st, Heartbeat: 50 * time.Millisecond,
+	cfg := server.Config{Store: st, Heartbeat: 50 * time.Millisecond,
 		Graphs: map[string]*runner.Graph{"approval": approvalGraph(), "steps": stepsGraph()},
-		Keys:   access.Keys{access.HashKey(testKey): {Tenant: "acme"}, access.HashKey(otherKey): {Tenant: "other"}}})
+		Keys:   access.Keys{access.HashKey(testKey): {Tenant: "acme"}, access.HashKey(otherKey): {Tenant: "other"}}}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	srv, err := server.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ func TestOpenAPI(t *testing.T) {
 	}
 	var info struct{ Flags map[string]bool }
 	get(t, hs.URL+"/info", &info)
-	if !info.Flags["assistants"] || info.Flags["crons"] {
+	if !info.Flags["assistants"] || !info.Flags["crons"] || !info.Flags["store"] {
 		t.Errorf("info flags %v", info.Flags)
 	}
 }

@@ -128,6 +128,16 @@ func (s *Server) endpoints() []endpoint {
 			endpoint{pattern: "POST /store/items/search", summary: "Search items under a namespace prefix by filter", body: object, reply: object, handle: s.searchItems},
 			endpoint{pattern: "POST /store/namespaces", summary: "List the namespaces of the items", body: object, reply: object, handle: s.listNamespaces})
 	}
+	if s.crons != nil {
+		cron, crons, query := reflect.TypeFor[cronJSON](), reflect.TypeFor[[]cronJSON](), reflect.TypeFor[cronQuery]()
+		eps = append(eps,
+			endpoint{pattern: "POST /threads/{thread}/runs/crons", summary: "Schedule runs on a thread", body: object, reply: cron, handle: s.createCron},
+			endpoint{pattern: "POST /runs/crons", summary: "Schedule runs, each on a thread of its own", body: object, reply: cron, handle: s.createCron},
+			endpoint{pattern: "POST /runs/crons/search", summary: "Search the crons by assistant, thread and metadata", body: query, reply: crons, handle: s.searchCrons},
+			endpoint{pattern: "POST /runs/crons/count", summary: "Count the crons a search selects", body: query, reply: reflect.TypeFor[int](), handle: s.countCrons},
+			endpoint{pattern: "PATCH /runs/crons/{cron_id}", summary: "Change a cron's schedule, end, payload or whether it is enabled", body: object, reply: cron, handle: s.updateCron},
+			endpoint{pattern: "DELETE /runs/crons/{cron_id}", summary: "Delete a cron", handle: s.deleteCron})
+	}
 	if s.cfg.MCP {
 		eps = append(eps, endpoint{pattern: "/mcp", summary: "The agents as MCP tools (streamable HTTP: POST, GET, DELETE)", handle: plain(s.mcpHandler().ServeHTTP)})
 	}

@@ -12,6 +12,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -86,6 +87,14 @@ type Config struct {
 	OwnMetricsListener bool
 	// MCP serves the assistants as MCP tools at /mcp (see mcp.go).
 	MCP bool
+	// Clock is the cron scheduler's (default runner.RealClock);
+	// CronEvery how often it looks for ticks due (default
+	// DefaultCronEvery); CronMissed what becomes of the ticks missed
+	// while no server ran: MissedOnce (the default) or MissedSkip (see
+	// scheduler.go).
+	Clock      runner.Clock
+	CronEvery  time.Duration
+	CronMissed string
 }
 
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
@@ -97,6 +106,7 @@ type Server struct {
 	// keeps none)
 	assistants store.AssistantStore
 	items      store.ItemStore   // nil when the store keeps no items
+	crons      store.CronStore   // nil when the store keeps no crons
 	names      map[string]string // assistant id → graph name
 	started    time.Time
 	mux        *http.ServeMux
@@ -110,6 +120,7 @@ type Server struct {
 	// retained is closed when the retention sweep has stopped
 	retained  chan struct{}
 	retention *retentionMetrics
+	scheduled chan struct{} // closed when the cron scheduler has stopped
 
 	mu      sync.Mutex
 	closing bool
@@ -166,6 +177,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.MaxStream = time.Hour
 	}
 	cfg.Limits = cfg.Limits.orDefaults()
+	if cfg.Clock == nil {
+		cfg.Clock = runner.RealClock{}
+	}
+	if cfg.CronEvery <= 0 {
+		cfg.CronEvery = DefaultCronEvery
+	}
+	switch cfg.CronMissed {
+	case "":
+		cfg.CronMissed = MissedOnce
+	case MissedOnce, MissedSkip:
+	default:
+		return nil, fmt.Errorf("server: missed cron ticks %q: want %s or %s", cfg.CronMissed, MissedOnce, MissedSkip)
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -173,9 +197,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
 		owner: reaperOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
-		retained: make(chan struct{})}
+		retained: make(chan struct{}), scheduled: make(chan struct{})}
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.items, _ = cfg.Store.(store.ItemStore)
+	s.crons, _ = cfg.Store.(store.CronStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
 	s.mcpKey = mcpKeyOf(cfg.Keys)
 	for name := range cfg.Graphs {
@@ -187,6 +212,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go s.sweep()
 	go s.retainAll()
+	go s.schedule()
 	s.table = s.endpoints()
 	s.mux = s.routes()
 	return s, nil
@@ -220,6 +246,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.cancel()
 	<-s.swept
 	<-s.retained
+	<-s.scheduled
 	s.dropQueued()
 }
 

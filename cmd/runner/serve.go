@@ -61,6 +61,7 @@ are its own: an id another tenant uses looks unknown.`,
 	f.String("log-format", "json", "log format: json (one JSON object a line) or text")
 	f.String("metrics-addr", "", "serve GET /metrics on this address only, not on --addr (keep it off public networks either way)")
 	f.Duration("heartbeat", 5*time.Second, "keep-alive interval: a quiet stream's comment, a newline before a long runs/wait or join answer")
+	f.String("cron-missed", server.MissedOnce, "the ticks of a cron missed while no replica ran: once (fire one run for them at start) or skip")
 	f.Bool("explain", false, "say which agents and pipelines would be served, and why the others would not, then exit")
 	d := server.DefaultLimits
 	f.Duration("read-header-timeout", d.ReadHeaderTimeout, "the longest a client may take to send a request's headers")
@@ -130,6 +131,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj},
 		MCP: cfg.MCP.Enabled}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")
+	scfg.CronMissed, _ = cmd.Flags().GetString("cron-missed")
 	scfg.Heartbeat = beat
 	scfg.Limits = serveLimits(cmd, cfg.Serve.Limits)
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
