@@ -41,7 +41,30 @@ func (k *check) agent(d *Document) {
 		}
 	}
 	a.Budget = k.budget(d, p)
+	a.Schedule = k.schedule(d)
 	k.proj.Agents[a.Name] = a
+}
+
+// schedule reads an agent's schedule: and checks each entry's cron
+// expression and time zone, an error at the one that is wrong.
+func (k *check) schedule(d *Document) []runner.Scheduled {
+	var out []runner.Scheduled
+	for _, n := range items(d.Get("schedule")) {
+		var s runner.Scheduled
+		if !k.decode(d, n, &s, "schedule") {
+			continue
+		}
+		if _, err := runner.ParseSchedule(s.Cron, s.Timezone); err != nil {
+			at := mapGet(n, "cron")
+			if _, err := runner.ParseSchedule("@daily", s.Timezone); err != nil {
+				at = mapGet(n, "timezone")
+			}
+			k.diags.Errorf(d.Pos(at), CodeSchemaValue, "%v", err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // budget reads a document's budget: and checks its on_exceed against p.

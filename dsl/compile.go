@@ -128,6 +128,7 @@ func (c *Checker) compile(proj *Project, name string, opt CompileOptions) (*runn
 	if a := opt.Agent; a != nil {
 		b = b.Over(a.Budget)
 		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
+		g.Schedule = a.Schedule
 	}
 	g.Budget = b.Over(opt.Budget)
 	rules, err := cc.rules(proj.Pipelines[name], opt.Agent)

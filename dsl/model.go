@@ -337,6 +337,8 @@ type Agent struct {
 	Tools    []string
 	Rules    []string
 	Budget   runner.Budget
+	// Schedule are the runs its schedule: declares.
+	Schedule []runner.Scheduled
 }
 
 // ModelDef is a checked Model document.

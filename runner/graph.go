@@ -60,6 +60,9 @@ type Graph struct {
 	// declared): what a server shows of it (its MCP tool).
 	Description string
 	InputSchema map[string]any
+	// Schedule are the runs the agent's definition schedules (none for a
+	// pipeline's graph); runner serve keeps a cron of each.
+	Schedule []Scheduled
 	// CheckInput checks a run's input before the thread starts and returns
 	// it normalised; its error names each field that does not fit (dsl
 	// compiles the pipeline's declared input into it). Nil accepts any

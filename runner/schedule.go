@@ -24,8 +24,8 @@ func ParseSchedule(spec, tz string) (Schedule, error) {
 	}
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
-		return Schedule{}, fmt.Errorf("schedule %q: %v; want five fields (minute hour day-of-month month day-of-week) "+
-			"such as \"0 18 * * 1-5\", or @hourly, @daily, @every 1h", spec, err)
+		return Schedule{}, fmt.Errorf("schedule %q: %v (a schedule is five fields, minute hour day-of-month month "+
+			"day-of-week, such as \"0 18 * * 1-5\", or @hourly, @daily, @every 1h)", spec, err)
 	}
 	return Schedule{spec: s, loc: loc}, nil
 }
@@ -34,4 +34,12 @@ func ParseSchedule(spec, tz string) (Schedule, error) {
 // that never ticks again).
 func (s Schedule) Next(t time.Time) time.Time {
 	return s.spec.Next(t.In(s.loc)).UTC()
+}
+
+// Scheduled is a run an agent's definition schedules (its schedule:): the
+// agent runs with Input at each tick of Cron, read in Timezone.
+type Scheduled struct {
+	Cron     string         `json:"cron" yaml:"cron"`
+	Timezone string         `json:"timezone,omitempty" yaml:"timezone"`
+	Input    map[string]any `json:"input,omitempty" yaml:"input"`
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/server"
 )
@@ -221,7 +222,7 @@ func TestCronAPI(t *testing.T) {
 		code int
 		want string
 	}{
-		{"bad cron syntax", "/runs/crons", body("schedule", "0 25 * * *"), 422, "five fields"},
+		{"bad cron syntax", "/runs/crons", body("schedule", "0 25 * * *"), 422, "above maximum"},
 		{"bad time zone", "/runs/crons", body("timezone", "Mars/Olympus"), 422, "IANA"},
 		{"no schedule", "/runs/crons", map[string]any{"assistant_id": "steps"}, 422, "schedule is required"},
 		{"unknown assistant", "/runs/crons", body("assistant_id", "nope"), 404, "no assistant"},
@@ -270,5 +271,55 @@ func TestCronAPI(t *testing.T) {
 	e.raw("DELETE", "/runs/crons/"+id, nil, 404)
 	if got := e.list("POST", "/runs/crons/search", map[string]any{"sort_by": "next_run_date", "sort_order": "asc"}); len(got) != 1 {
 		t.Errorf("crons after the delete: %v, want one", got)
+	}
+}
+
+// TestCronSchedulesInYAML: an agent's schedule: is a cron of the default
+// tenant, written at start when new or changed, kept (with its next
+// tick) when unchanged, deleted when no longer defined; its tick runs the
+// agent with the entry's input.
+func TestCronSchedulesInYAML(t *testing.T) {
+	clk := newVirtualClock(cronStart)
+	e := newEnv(t, onClock(clk, ""))
+	clk.waitSleepers(1)
+	e.srv.Shutdown(context.Background()) // the store's, and it serves no schedule
+	st, crons := e.store, e.store.(store.CronStore)
+	scheduled := func(entries ...runner.Scheduled) func(*server.Config) {
+		return func(cfg *server.Config) {
+			g := stepsGraph()
+			g.Schedule = entries
+			cfg.Graphs["steps"] = g
+			cfg.Clock, cfg.CronEvery = clk, 10*time.Second
+		}
+	}
+	list := func() []store.Cron {
+		t.Helper()
+		l, err := crons.Crons(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	hourly := runner.Scheduled{Cron: "@hourly", Input: map[string]any{"note": "tick"}}
+	newEnvOn(t, st, scheduled(hourly)).srv.Shutdown(context.Background())
+	first := list()
+	if len(first) != 1 || first[0].Assistant != "steps" || !first[0].NextRun.Equal(minutes(0, 1)[0]) ||
+		string(first[0].Payload) != `{"assistant_id":"steps","input":{"note":"tick"}}` {
+		t.Fatalf("crons of an hourly schedule: %+v", first)
+	}
+	clk.advance(2 * time.Hour) // missed while no server ran
+	newEnvOn(t, st, scheduled(hourly))
+	clk.waitSleepers(1)
+	if got := firedTicks(t, st, first[0].ID); !slices.Equal(got, minutes(0, 1)) {
+		t.Errorf("ticks of the unchanged schedule fired at the restart: %v, want the one at 10:00 (policy once)", got)
+	}
+	changed := runner.Scheduled{Cron: "30 * * * *", Timezone: "Asia/Kolkata"}
+	newEnvOn(t, st, scheduled(changed)).srv.Shutdown(context.Background())
+	if l := list(); len(l) != 1 || l[0].ID != first[0].ID || l[0].Schedule != "30 * * * *" || l[0].Timezone != "Asia/Kolkata" {
+		t.Errorf("crons of the changed schedule: %+v", l)
+	}
+	newEnvOn(t, st, scheduled()).srv.Shutdown(context.Background())
+	if l := list(); len(l) != 0 {
+		t.Errorf("crons of no schedule: %+v, want none", l)
 	}
 }

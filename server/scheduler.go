@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
@@ -126,4 +128,58 @@ func (s *Server) fireCron(c *store.Cron) (*store.RunRecord, error) {
 	r.Header.Set("Idempotency-Key", "cron:"+c.ID+":"+strconv.FormatInt(c.NextRun.UnixNano(), 10))
 	rec, _, err := s.createRun(r, inBackground)
 	return rec, err
+}
+
+// syncSchedules keeps a cron of each run an agent's definition schedules
+// (its schedule:), the default tenant's, of an id made from the agent's
+// name and the entry's place, keeping its threads: a new or changed entry
+// is written, its next tick after now; an unchanged one is left as it
+// stands, its next tick too (ticks missed while no replica ran follow the
+// policy); the cron of an entry no longer defined is deleted.
+func (s *Server) syncSchedules(ctx context.Context) error {
+	if s.crons == nil {
+		return nil
+	}
+	have, err := s.crons.Crons(ctx, "")
+	if err != nil {
+		return fmt.Errorf("server: the crons of the agents' schedules: %w", err)
+	}
+	want := s.definedCrons()
+	now := s.cfg.Clock.Now().UTC()
+	for _, c := range have {
+		if w, ok := want[c.ID]; ok && w.Schedule == c.Schedule && w.Timezone == c.Timezone && bytes.Equal(w.Payload, c.Payload) {
+			delete(want, c.ID)
+		} else if !ok && bytes.Contains(c.Metadata, []byte(`"schedule_of":`)) {
+			if err := s.crons.DeleteCron(ctx, "", c.ID); err != nil {
+				return fmt.Errorf("server: deleting the cron of a schedule no longer defined: %w", err)
+			}
+		}
+	}
+	for _, c := range want {
+		sched, err := runner.ParseSchedule(c.Schedule, c.Timezone)
+		if err != nil {
+			return fmt.Errorf("server: agent %s: %w", c.Assistant, err)
+		}
+		c.NextRun, c.CreatedAt, c.UpdatedAt = sched.Next(now), now, now
+		if err := s.crons.PutCron(ctx, c); err != nil {
+			return fmt.Errorf("server: agent %s's schedule: %w", c.Assistant, err)
+		}
+	}
+	return nil
+}
+
+// definedCrons are the crons of the agents' schedules, by id.
+func (s *Server) definedCrons() map[string]*store.Cron {
+	out := map[string]*store.Cron{}
+	for name, g := range s.cfg.Graphs {
+		for i, sc := range g.Schedule {
+			at := fmt.Sprintf("%s/schedule/%d", name, i)
+			id := uuid.NewSHA1(assistantNS, []byte(at)).String()
+			payload, _ := json.Marshal(map[string]any{"assistant_id": name, "input": sc.Input})
+			meta, _ := json.Marshal(map[string]string{"schedule_of": at})
+			out[id] = &store.Cron{ID: id, Assistant: name, Schedule: sc.Cron, Timezone: sc.Timezone, Payload: payload,
+				Metadata: meta, OnRunCompleted: "keep", Enabled: true}
+		}
+	}
+	return out
 }

@@ -209,6 +209,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.reapAll(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.syncSchedules(ctx); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go s.sweep()
 	go s.retainAll()

@@ -16,24 +16,29 @@ import (
 // fire next: a scheduler claims it (ClaimTick) by moving it on, so among
 // the schedulers sharing a store one fires each tick.
 type Cron struct {
-	ID, Tenant string
+	ID     string `json:"id"`
+	Tenant string `json:"tenant,omitempty"`
 	// Assistant is the assistant id or graph name the runs run.
-	Assistant string
+	Assistant string `json:"assistant"`
 	// Thread is the thread each run runs on ("": a new thread each tick).
-	Thread             string
-	Schedule, Timezone string
+	Thread   string `json:"thread,omitempty"`
+	Schedule string `json:"schedule"`
+	Timezone string `json:"timezone,omitempty"`
 	// Payload is the run request of each tick, Metadata the client's; both
 	// JSON objects (nil: none).
-	Payload, Metadata json.RawMessage
+	Payload  json.RawMessage `json:"payload,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// OnRunCompleted is what becomes of a stateless run's thread when the
 	// run ends: delete or keep.
-	OnRunCompleted string
-	Enabled        bool
-	UserID         string
+	OnRunCompleted string `json:"on_run_completed,omitempty"`
+	Enabled        bool   `json:"enabled"`
+	UserID         string `json:"user_id,omitempty"`
 	// EndTime is when the schedule stops (zero: never); NextRun is the
 	// next tick (zero: none, past EndTime).
-	EndTime, NextRun     time.Time
-	CreatedAt, UpdatedAt time.Time
+	EndTime   time.Time `json:"end_time,omitzero"`
+	NextRun   time.Time `json:"next_run,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // CronStore keeps crons per tenant. Implementations are safe for
