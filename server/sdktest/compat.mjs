@@ -380,6 +380,29 @@ check("agent-chat-ui: info, submit to the approval, approve with decisions, list
     "the second turn goes on from the first");
 });
 
+check("crons: create on a thread and stateless, search, count, update, delete; a bad schedule is 422", async () => {
+  const YEARLY = "0 0 1 1 *"; // never due while the suite runs
+  const t = await client.threads.create();
+  const onThread = await client.crons.createForThread(t.thread_id, AGENT, { schedule: YEARLY, input: INPUT });
+  assert.equal(onThread.thread_id, t.thread_id);
+  assert.equal(onThread.schedule, YEARLY);
+  assert.match(onThread.next_run_date, /-01-01T00:00:00/);
+  const stateless = await client.crons.create(AGENT, { schedule: YEARLY, input: INPUT, onRunCompleted: "keep" });
+  assert.equal(stateless.thread_id ?? null, null);
+  const found = await client.crons.search({ threadId: t.thread_id });
+  assert.deepEqual(found.map((c) => c.cron_id), [onThread.cron_id]);
+  assert.equal(found[0].payload.assistant_id, AGENT);
+  assert.equal(await client.crons.count({ threadId: t.thread_id }), 1);
+  const off = await client.crons.update(stateless.cron_id, { enabled: false, endTime: "2099-01-01T00:00:00Z" });
+  assert.equal(off.enabled, false);
+  assert.equal(off.end_time, "2099-01-01T00:00:00Z");
+  const enabled = await client.crons.search({ assistantId: AGENT, enabled: true, limit: 100 });
+  assert.ok(!enabled.some((c) => c.cron_id === stateless.cron_id), "a disabled cron is not enabled");
+  await expectStatus(422, () => client.crons.create(AGENT, { schedule: "0 25 * * *" }));
+  for (const c of [onThread, stateless]) await client.crons.delete(c.cron_id);
+  await expectStatus(404, () => client.crons.update(onThread.cron_id, { enabled: true }));
+});
+
 check("unknown thread is 404", async () => {
   await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
 });
