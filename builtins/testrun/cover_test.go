@@ -2,6 +2,7 @@ package testrun
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,15 +32,15 @@ func TestCoverage(t *testing.T) {
 		}
 	}
 	want := []seen{
-		{ItemRule, "gates: gates:refund fires (before_tool_call)", 16, 2},
+		{ItemRule, "gates: gates:refund fires (before_tool_call)", 16, 3},
 		{ItemDecision, "gates: gates:refund: approve", 19, 2},
-		{ItemDecision, "gates: gates:refund: reject", 19, 0},
+		{ItemDecision, "gates: gates:refund: reject", 19, 1}, // by its on_expire,
 		{ItemRule, "gates: gates:never fires (before_tool_call)", 20, 0},
 		{ItemStart, `pay: start → ask (when state.kind == "ask")`, 34, 1},
-		{ItemStart, "pay: start → pay (default)", 35, 2},
+		{ItemStart, "pay: start → pay (default)", 35, 3},
 		{ItemInterrupt, "pay: ask resumed", 37, 2},
 		{ItemRoute, "pay: ask → END (default)", 40, 2},
-		{ItemOnError, "pay: pay on_error → ask (any error)", 44, 1},
+		{ItemOnError, "pay: pay on_error → ask (any error)", 44, 2},
 		{ItemRoute, "pay: pay → END (when state.paid != nil)", 47, 1},
 		{ItemRoute, "pay: pay → ask (default)", 48, 0},
 	}
@@ -48,11 +49,28 @@ func TestCoverage(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("items\n got: %+v\nwant: %+v", got, want)
 	}
-	if c := rep.Coverage; c.Taken != 8 || c.Total != 11 {
-		t.Errorf("coverage %d/%d, want 8/11", c.Taken, c.Total)
+	if c := rep.Coverage; c.Taken != 9 || c.Total != 11 {
+		t.Errorf("coverage %d/%d, want 9/11", c.Taken, c.Total)
 	}
-	if rep := suite.Report(context.Background(), suite.Tests(""), false, false); rep.Coverage != nil || rep.Passed != 3 {
-		t.Errorf("without cover: %+v, want 3 passed and no coverage", rep)
+	if rep := suite.Report(context.Background(), suite.Tests(""), false, false); rep.Coverage != nil || rep.Passed != 4 {
+		t.Errorf("without cover: %+v, want 4 passed and no coverage", rep)
+	}
+}
+
+// TestCoverageOfChildThreads: a subgraph's child thread takes the routes
+// of its own pipeline, not those of the parent's node of the same name.
+func TestCoverageOfChildThreads(t *testing.T) {
+	suite := loadSuite(t, "testdata/cover_subgraph.yaml")
+	rep := suite.Report(context.Background(), suite.Tests(""), false, true)
+	var got []string
+	for _, g := range rep.Coverage.Groups {
+		for _, it := range g.Items {
+			got = append(got, fmt.Sprintf("%s: %s %d", g.Name, it.What, it.Hits))
+		}
+	}
+	want := []string{"outer: a → END (default) 1", "inner: a → END (when state.x == 2) 1", "inner: a → END (default) 0"}
+	if rep.Failed > 0 || !slices.Equal(got, want) {
+		t.Errorf("%d failed, items\n got: %q\nwant: %q", rep.Failed, got, want)
 	}
 }
 
