@@ -39,6 +39,12 @@ type SweepResult struct {
 // finds its thread leased by one waits for it (see acquire).
 const sweeperPrefix = "retention-sweep/"
 
+// SweeperOwner names owner as a lease owner that holds a thread's lease
+// only briefly, to sweep or check it, as a retention sweep does: a run
+// that finds its thread leased by one waits for it (at most two seconds)
+// instead of refusing.
+func SweeperOwner(owner string) string { return sweeperPrefix + owner }
+
 // sweepWait bounds how long a run waits for a sweep that holds its
 // thread's lease.
 const sweepWait = 2 * time.Second

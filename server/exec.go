@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -16,6 +17,7 @@ const (
 	modeRun      = iota // a new turn: Engine.Run with the input
 	modeResume          // deliver command.resume to the pending interrupt
 	modeContinue        // continue a cancelled, failed, edited or statically paused thread
+	modeGoOn            // a run taken over after it wrote checkpoints: on from the newest (reclaim.go)
 )
 
 // errCancelled is the cause of a run cancelled by a client or by a run
@@ -216,6 +218,9 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	}
 	l.from = p.from
 	mode := p.mode
+	if mode == modeGoOn {
+		return goOn(ctx, e, g, thread, q)
+	}
 	input, err := applyCommand(ctx, e, g, thread, q, mode)
 	if err != nil {
 		return nil, err
@@ -231,6 +236,20 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: q.opts})
 }
 
+// goOn continues a run taken over from a server that stopped after it
+// wrote checkpoints, its command applied: from the thread's newest, or,
+// where the run had reached its end, it ends as the thread stands.
+func goOn(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string, q *runRequest) (*runner.Result, error) {
+	ts, err := e.State(ctx, g, thread, 0)
+	if err != nil {
+		return nil, err
+	}
+	if ts.Status == runner.StatusRunning || ts.Status == runner.StatusUpdated {
+		return e.Resume(ctx, g, thread, runner.ResumeOptions{RunOptions: q.opts})
+	}
+	return endedAt(ts), nil
+}
+
 // ended is the result of a run that ended its thread with command.goto
 // __end__: the thread as it stands.
 func ended(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string) (*runner.Result, error) {
@@ -238,7 +257,17 @@ func ended(ctx context.Context, e *runner.Engine, g *runner.Graph, thread string
 	if err != nil {
 		return nil, err
 	}
-	return &runner.Result{Thread: thread, Status: ts.Status, State: ts.State, Checkpoint: ts.Checkpoint}, nil
+	return endedAt(ts), nil
+}
+
+// endedAt is the result of a run that ended where ts stands; one that
+// failed or timed out says so.
+func endedAt(ts *runner.ThreadState) *runner.Result {
+	res := &runner.Result{Thread: ts.Thread, Status: ts.Status, State: ts.State, Checkpoint: ts.Checkpoint}
+	if ts.Status == runner.StatusFailed || ts.Status == runner.StatusTimedOut {
+		res.Error = &runner.RunError{Code: ts.Status, Node: ts.Node, Message: fmt.Sprintf("the thread %s at checkpoint %d", ts.Status, ts.Checkpoint)}
+	}
+	return res
 }
 
 // applyCommand writes what a run carries beside a new turn's input before

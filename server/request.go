@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 )
 
 // runRequest is the body that creates a run.
@@ -55,6 +56,14 @@ type runRequest struct {
 	opts   runner.RunOptions
 }
 
+// keptRequest is a run's request as its record keeps it (Kwargs): the
+// body, and the principal who made it, which no body sets — a run taken
+// over from a stopped server (reclaim.go) acts as it.
+type keptRequest struct {
+	*runRequest
+	As access.Principal `json:"as"`
+}
+
 // Stream modes runner produces.
 var streamModes = []string{"values", "updates", "messages", "messages-tuple", "debug", "custom", "tasks", "checkpoints", "events"}
 
@@ -66,11 +75,17 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 	if err := decodeBody(r, q); err != nil {
 		return nil, err
 	}
+	return q, q.read()
+}
+
+// read checks the fields of q, as decoded from JSON, decodes its values
+// and fills in its defaults.
+func (q *runRequest) read() error {
 	if err := q.check(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := q.decodeValues(); err != nil {
-		return nil, err
+		return err
 	}
 	if q.MultitaskStrategy == "" {
 		q.MultitaskStrategy = "reject"
@@ -78,7 +93,7 @@ func parseRunRequest(r *http.Request) (*runRequest, error) {
 	if q.Checkpoint != nil && q.CheckpointID == "" {
 		q.CheckpointID = q.Checkpoint.CheckpointID
 	}
-	return q, nil
+	return nil
 }
 
 // check refuses the fields of q that do not fit: a missing assistant,

@@ -36,20 +36,11 @@ func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun
 	if err != nil {
 		return nil, nil, err
 	}
-	a, err := s.resolve(ctx, q.AssistantID)
+	a, err := s.prepare(ctx, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, g := a.name, a.g
-	if err := q.forGraph(g); err != nil {
-		return nil, nil, err
-	}
-	if err := q.checkUpdate(g); err != nil {
-		return nil, nil, err
-	}
-	if q.opts.Config, err = a.configFor(q); err != nil {
-		return nil, nil, err
-	}
+	name := a.name
 	thread, stateless := r.PathValue("thread"), r.PathValue("thread") == ""
 	// The existing thread's record, read once; with if_not_exists create,
 	// only if creating the thread finds it there (a read fewer for a new one).
@@ -68,7 +59,7 @@ func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun
 		}
 	}
 	key := threadKey(ctx, thread)
-	kwargs, _ := json.Marshal(q)
+	kwargs, _ := json.Marshal(keptRequest{q, q.opts.As})
 	meta, _ := json.Marshal(orMap(q.Metadata))
 	status := store.RunPending
 	if !s.busy(key) { // it starts at once, unless admit finds the thread busy after all
@@ -112,6 +103,23 @@ func (s *Server) discard(ctx context.Context, rec *store.RunRecord, stateless bo
 		_ = s.runs.DeleteThread(ctx, rec.Thread)
 		_ = s.cfg.Store.Delete(ctx, rec.Thread)
 	}
+}
+
+// prepare resolves the assistant of q, a run's request, and reads q for
+// its graph: the nodes it names, its command.update, its config.
+func (s *Server) prepare(ctx context.Context, q *runRequest) (*resolved, error) {
+	a, err := s.resolve(ctx, q.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.forGraph(a.g); err != nil {
+		return nil, err
+	}
+	if err := q.checkUpdate(a.g); err != nil {
+		return nil, err
+	}
+	q.opts.Config, err = a.configFor(q)
+	return a, err
 }
 
 // admit tags the run's existing thread, whose record is existing (nil:
@@ -339,41 +347,60 @@ func (s *Server) liveRun(id string) *liveRun {
 }
 
 // answer writes what runs/wait and join return once the run, live here
-// as l (nil: it is not), has ended. A run that goes on past a heartbeat
-// interval is answered 200 at once, with a newline at every beat before
-// the JSON (which parsers skip), so no client's read timeout fires on a
-// long run, as LangGraph's server does. A run this request created
-// (created) that was refused as it started is answered with its problem
-// while no byte has gone out, and leaves no run behind.
+// as l (nil: it is not), has ended: one running on another server (or
+// about to be taken over from a stopped one, reclaim.go) is polled until
+// it ends or runs here. A run that goes on past a heartbeat interval is
+// answered 200 at once, with a newline at every beat before the JSON
+// (which parsers skip), so no client's read timeout fires on a long run,
+// as LangGraph's server does. A run this request created (created) that
+// was refused as it started is answered with its problem while no byte
+// has gone out, and leaves no run behind.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *store.RunRecord, l *liveRun, created bool) error {
-	if l == nil {
-		out, err := s.pastValues(r.Context(), rec)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	}
 	beat := time.NewTicker(s.cfg.Heartbeat)
 	defer beat.Stop()
 	rc := http.NewResponseController(w)
-	for started := false; ; started = true {
+	for started := false; ; {
+		if l == nil {
+			l = s.liveRun(rec.ID)
+		}
+		var done <-chan struct{}
+		var poll <-chan time.Time
+		var final any
+		switch {
+		case l != nil:
+			done = l.done
+		case s.unended(r.Context(), rec.ID):
+			poll = time.After(remotePoll)
+		default:
+			out, err := s.pastValues(r.Context(), rec)
+			if err != nil && !started {
+				return err
+			}
+			c := make(chan struct{})
+			close(c)
+			final, done = out, c
+		}
 		select {
-		case <-l.done:
-			if !started && created && l.refused != nil {
+		case <-done:
+			if l != nil && !started && created && l.refused != nil {
 				w.Header().Del("Content-Location")
 				s.discard(r.Context(), rec, false)
 				return l.refused
 			}
+			if l != nil {
+				final = l.final
+			}
 			if !started {
-				writeJSON(w, http.StatusOK, l.final)
+				writeJSON(w, http.StatusOK, final)
 				return nil
 			}
-			return runner.WriteJSON(w, l.final, false)
+			return runner.WriteJSON(w, final, false)
+		case <-poll:
 		case <-beat.C:
 			if !started {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusOK)
+				started = true
 			}
 			if _, err := w.Write([]byte("\n")); err != nil {
 				return nil

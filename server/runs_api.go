@@ -20,7 +20,7 @@ func (s *Server) threadRun(r *http.Request) (*store.RunRecord, error) {
 	if err != nil || rec.Thread != thread.ID {
 		return nil, problemf(http.StatusNotFound, "thread %s has no run %q", r.PathValue("thread"), r.PathValue("run"))
 	}
-	return s.reap(r.Context(), rec)
+	return s.reclaim(r.Context(), rec)
 }
 
 // listRuns lists a thread's runs, newest first (limit, offset, status).
@@ -34,7 +34,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for i := range runs {
-		rec, err := s.reap(r.Context(), &runs[i])
+		rec, err := s.reclaim(r.Context(), &runs[i])
 		if err != nil {
 			return err
 		}

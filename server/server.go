@@ -39,11 +39,11 @@ type Config struct {
 	// keeps thread records, runs and their events, and a store.Prober,
 	// whose write probe says whether the server is ready. Several
 	// servers may share a store (PostgreSQL): each runs the runs it
-	// admitted, and marks error the runs a stopped one left (reap.go).
+	// admitted, and takes over those a stopped one left (reclaim.go).
 	Store store.Store
 	// LeaseTTL is how long a run holds its thread without renewing its
 	// lease (default runner.DefaultLeaseTTL): a run a stopped server left
-	// is marked error, and its thread resumable, that long after.
+	// is taken over by a server that long after.
 	LeaseTTL time.Duration
 	// Retention is the history a thread keeps after each completed run
 	// (runner.yaml's retention; zero: all of it).
@@ -115,8 +115,8 @@ type Server struct {
 	ctx    context.Context // runs' context, cancelled by Shutdown
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	owner  string        // the server as the owner of the leases it reaps under
-	swept  chan struct{} // closed when the sweep of ghost runs has stopped
+	owner  string        // the server as the owner of the leases it reclaims runs under
+	swept  chan struct{} // closed when the sweep of ghost runs (reclaim.go) has stopped
 	// retained is closed when the retention sweep has stopped
 	retained  chan struct{}
 	retention *retentionMetrics
@@ -149,9 +149,8 @@ var assistantNS = uuid.MustParse("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 func AssistantID(name string) string { return uuid.NewSHA1(assistantNS, []byte(name)).String() }
 
 // New returns a server of cfg, or the store's error if it cannot be
-// written. Runs a stopped server left pending or running are marked
-// error once their thread's lease has expired: nothing runs them any
-// more.
+// written. Runs a stopped server left pending or running are taken over
+// once their thread's lease has expired (reclaim.go).
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	rs, ok := cfg.Store.(store.RunStore)
 	if !ok {
@@ -195,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
-		owner: reaperOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
+		owner: reclaimerOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
 		retained: make(chan struct{}), scheduled: make(chan struct{})}
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
@@ -206,13 +205,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}
-	if err := s.reapAll(ctx); err != nil {
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.reclaimAll(ctx); err != nil {
+		s.cancel()
 		return nil, err
 	}
 	if err := s.syncSchedules(ctx); err != nil {
+		s.cancel()
 		return nil, err
 	}
-	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	go s.sweep()
 	go s.retainAll()
 	go s.schedule()

@@ -150,12 +150,12 @@ func (s *Server) idle(ctx context.Context, sw *streamWriter, wake <-chan struct{
 // server.
 const remotePoll = 200 * time.Millisecond
 
-// unended reports whether run is pending or running, not a ghost (reap):
+// unended reports whether run is pending or running, not a ghost (reclaim.go):
 // on another server, or here once admitted.
 func (s *Server) unended(ctx context.Context, run string) bool {
 	rec, err := s.runs.Run(ctx, run)
 	if err == nil {
-		rec, err = s.reap(ctx, rec)
+		rec, err = s.reclaim(ctx, rec)
 	}
 	return err == nil && (rec.Status == store.RunPending || rec.Status == store.RunRunning)
 }

@@ -164,7 +164,8 @@ func TestHeartbeat(t *testing.T) {
 	e.waitStatus(id, runs[0].(map[string]any)["run_id"].(string), "interrupted")
 }
 
-// TestRecovery: a run a stopped server left running is marked error, its
+// TestRecovery: a run a stopped server left running, whose graph this
+// server does not serve, cannot be taken over: it is marked error, its
 // stream ended, once it has not changed for a lease TTL and its thread is
 // not leased: on startup, then by the sweep; a run whose thread a live
 // run leases is left alone.
