@@ -103,6 +103,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if cp.ID == 1 {
 		cp.ChildOf = r.engine.parent // a child thread is its parent's to delete
 	}
+	if r.approval != nil { // opened, voted on or decided with this checkpoint
+		cp.Approvals, r.approval = []*store.Approval{r.approval}, nil
+	}
 	m := meta{Error: c.err, SideWrites: c.sideWrites}
 	if r.caughtNew || snap { // a snapshot carries it on
 		m.Caught, r.caughtNew = r.caught, false

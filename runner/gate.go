@@ -9,7 +9,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // The approval gate and the step's journal. A require_hitl rule pauses
@@ -262,6 +265,7 @@ func ruleByKey(rules map[string][]*Rule, key string) *Rule {
 // nothing.
 func (r *Run) settle(calls []*toolCall) error {
 	if r.expire(calls) {
+		r.approval = r.approvalOf(calls, store.ApprovalExpired)
 		return Permanent(r.saveJournal())
 	}
 	v, ok := r.takeVerdict(ids(calls))
@@ -309,7 +313,38 @@ func (r *Run) settle(calls []*toolCall) error {
 	if len(open) > 0 { // the pause's checkpoint journals the votes
 		return r.gateInterrupt(open)
 	}
+	r.approval = r.approvalOf(calls, store.ApprovalDecided)
 	return Permanent(r.saveJournal())
+}
+
+// approvalNS is the UUID namespace of approval IDs.
+var approvalNS = uuid.MustParse("5d0c9a7e-3b41-5f2a-8c6d-7e9f0a1b2c3d")
+
+// approvalOf is the durable record (store.Approval) of the approval that
+// holds calls, with status: its ID, stable from the gate's opening to its
+// decision, is made of the thread and the first call's id; its record
+// holds the journal's entries of the calls — arguments, rule, ballot and
+// decision. The next checkpoint writes it.
+func (r *Run) approvalOf(calls []*toolCall, status string) *store.Approval {
+	first := calls[0].entry
+	entries := make([]*callEntry, len(calls))
+	var keys []string
+	for i, c := range calls {
+		entries[i] = c.entry
+		for _, k := range r.ballotOf(c.entry).Reviewers.Keys() {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	rec, _ := json.Marshal(map[string]any{"calls": entries, "trigger": first.trigger(), "node": r.in.Node})
+	now := r.clock.Now()
+	a := &store.Approval{ID: uuid.NewSHA1(approvalNS, []byte(r.Thread+"/"+first.ID)).String(), Tenant: r.tenant, Thread: r.Thread,
+		Agent: or(r.agentName(), r.Graph.Name), Rule: first.Rule, Status: status, Reviewers: keys, CreatedAt: now, UpdatedAt: now, Record: rec}
+	if first.Expires != nil {
+		a.ExpiresAt = *first.Expires
+	}
+	return a
 }
 
 // ballotOf is who may decide the call e: anyone of the run's tenant for a
@@ -517,6 +552,8 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 	if after {
 		payload["result"] = first.Exec.Value()
 	}
+	r.approval = r.approvalOf(calls, store.ApprovalPending)
+	payload["approval_id"] = r.approval.ID
 	return &Interrupt{Kind: or(h.CheckpointType, "approval"), Rule: first.Rule, Message: msg, Payload: payload, ResumeSchema: h.ResumeSchema}
 }
 

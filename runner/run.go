@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -39,6 +40,7 @@ type Run struct {
 	tenant    string
 	as        access.Principal // who the invocation acts as (RunOptions.As)
 	requester string           // who started the turn: its gates' requester
+	approval  *store.Approval  // the approval record the next checkpoint writes
 	// caught is what expressions see as error (see catch); caughtNew: the
 	// next checkpoint records it.
 	caught    map[string]any

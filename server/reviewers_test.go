@@ -93,9 +93,13 @@ func TestReviewersOverHTTP(t *testing.T) {
 	}
 }
 
-// ballotOf is the ballot of a paused run's gate interrupt.
+// ballotOf is the ballot of a paused run's gate interrupt, in its values
+// (__interrupt__) or an execution's answer (interrupt).
 func ballotOf(values map[string]any) map[string]any {
 	intrs, _ := values["__interrupt__"].([]any)
+	if intrs == nil {
+		intrs, _ = values["interrupt"].([]any)
+	}
 	for _, i := range intrs {
 		v, _ := i.(map[string]any)["value"].(map[string]any)
 		if extra, ok := v["runner"].(map[string]any); ok {
@@ -104,4 +108,57 @@ func ballotOf(values map[string]any) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestApprovalsAPI: GET /approvals lists the pending approvals the
+// caller's principal and roles may decide; GET /approvals/{id} shows one
+// to its tenant only; POST /approvals/{id}/decide decides it as the
+// caller, through the same checks as command.resume (403, nothing
+// changed), and an approval decided is no longer listed nor decidable.
+func TestApprovalsAPI(t *testing.T) {
+	e := newEnv(t, withPayout(t))
+	as := func(name string) { e.key = "sk-" + name }
+	as("alice")
+	e.call("POST", "/threads", map[string]any{"thread_id": "p2"}, 200)
+	e.call("POST", "/threads/p2/runs/wait", map[string]any{"assistant_id": "payout", "input": map[string]any{"amount": 20000}}, 200)
+	pending := func(who string) []any {
+		as(who)
+		list, _ := e.call("GET", "/approvals", nil, 200)["approvals"].([]any)
+		return list
+	}
+	if got := pending("bob"); len(got) != 0 {
+		t.Errorf("bob (ops-lead) lists %v, want none: the payout needs a cfo", got)
+	}
+	list := pending("carol")
+	if len(list) != 1 {
+		t.Fatalf("carol (cfo) lists %v, want the payout", list)
+	}
+	a := list[0].(map[string]any)
+	id := a["id"].(string)
+	if a["thread_id"] != "p2" || a["agent"] != "payout" || a["rule"] != "payments:payout" || a["status"] != "pending" {
+		t.Errorf("the approval is %v", a)
+	}
+	as("eve")
+	e.raw("GET", "/approvals/"+id, nil, 404)
+	as("bob")
+	e.raw("POST", "/approvals/"+id+"/decide", map[string]any{"approved": true}, 403)
+	as("carol")
+	if out := e.call("POST", "/approvals/"+id+"/decide", map[string]any{"approved": true}, 200); fmt.Sprint(ballotOf(out)["approved_by"]) != "[carol]" {
+		t.Fatalf("carol's decision: %v, want the gate paused again with carol's approval", out)
+	}
+	if got := pending("carol"); len(got) != 1 {
+		t.Errorf("after carol's approval she lists %v, want the approval still pending", got)
+	}
+	as("dave")
+	if out := e.call("POST", "/approvals/"+id+"/decide", map[string]any{"approved": true}, 200); out["status"] != "completed" {
+		t.Fatalf("dave's decision: %v, want the payout made", out)
+	}
+	if got := e.call("GET", "/approvals/"+id, nil, 200); got["status"] != "decided" {
+		t.Errorf("after the quorum the approval is %v, want decided", got)
+	}
+	if got := pending("carol"); len(got) != 0 {
+		t.Errorf("a decided approval is still listed: %v", got)
+	}
+	as("carol")
+	e.raw("POST", "/approvals/"+id+"/decide", map[string]any{"approved": true}, 409)
 }

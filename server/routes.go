@@ -113,6 +113,9 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "GET /.well-known/agent-card.json", summary: "The A2A agent card of the assistant_id query parameter's assistant", reply: reflect.TypeFor[a2a.AgentCard](), handle: s.agentCard},
 		{pattern: "POST /tests/run", summary: "Run the project's Test documents", body: object, reply: object, handle: s.runTests},
 		{pattern: "GET /approvals/stream", summary: "Tell when the tenant's approvals may have changed", stream: true, handle: s.approvalsStream},
+		{pattern: "GET /approvals", summary: "List the approvals the caller may decide, pending ones by default", reply: reflect.TypeFor[approvalPage](), handle: s.listApprovals},
+		{pattern: "GET /approvals/{id}", summary: "Get an approval", reply: reflect.TypeFor[approval](), handle: s.getApproval},
+		{pattern: "POST /approvals/{id}/decide", summary: "Decide an approval as the caller's principal and resume its thread", body: object, reply: object, handle: s.decideApproval},
 
 		{pattern: "GET /ok", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
 		{pattern: "GET /healthz", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},
