@@ -62,7 +62,7 @@ func runTest(ctx context.Context, checker *dsl.Checker, proj *dsl.Project, t *ds
 	calls.reset() // the expectations are the Test's own run's
 	problems, res, path := runSteps(ctx, e, clock, g, t)
 	if refused := guard.problems(); len(refused) > 0 {
-		return refused
+		return append(calls.retries(), refused...)
 	}
 	if problems != nil {
 		return problems
@@ -308,21 +308,35 @@ func mocks(proj *dsl.Project, ms map[string][]dsl.Mock) (map[string]runner.Tool,
 type callLog struct {
 	mu    sync.Mutex
 	calls []string
+	// retried says why a node asked its model again: a reply that did
+	// not fit its output schema, which is the cause when the script then
+	// runs out of replies.
+	retried []string
 }
 
 func (c *callLog) record(ev runner.Event) {
-	if ev.Type == runner.EventToolCall {
-		d, _ := ev.Data.(map[string]any)
-		c.mu.Lock()
+	d, _ := ev.Data.(map[string]any)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case ev.Type == runner.EventToolCall:
 		c.calls = append(c.calls, fmt.Sprint(d["tool"]))
-		c.mu.Unlock()
+	case ev.Type == runner.EventError && d["retrying"] == true:
+		c.retried = append(c.retried, fmt.Sprintf("node %s asked its model again: the reply did not fit its output schema (%v)", ev.Node, d["error"]))
 	}
 }
 
 func (c *callLog) reset() {
 	c.mu.Lock()
-	c.calls = nil
+	c.calls, c.retried = nil, nil
 	c.mu.Unlock()
+}
+
+// retries are the reasons nodes asked their models again, one line each.
+func (c *callLog) retries() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.retried...)
 }
 
 func (c *callLog) names() []string {
