@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +56,49 @@ func TestExecReviewers(t *testing.T) {
 	code, out, errOut := exec(append(approve, "--as", "dave", "--role", "cfo", "--output", "json")...)
 	if code != 0 || strings.Count(out, `"output": "paid 20000"`) != 1 {
 		t.Fatalf("dave's approval: exit %d, want 0 with the payout once: %s%s", code, out, errOut)
+	}
+}
+
+// TestApprovalsCommands: runner approvals list shows the pending
+// approvals the principal may decide; decide resumes the thread as the
+// principal through exec's checks (exit 2 for one who may not decide,
+// nothing changed), and show prints the record, decided once the quorum
+// approved.
+func TestApprovalsCommands(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+	if code, _, errOut := runCLI(t, "exec", "--store", db, "testdata/payout.yaml", "--tenant", "acme", "--thread", "p2",
+		"--input", `{"amount": 500}`, "--as", "alice"); code != 3 {
+		t.Fatalf("start: exit %d, want 3: %s", code, errOut)
+	}
+	approvals := func(args ...string) (int, string, string) {
+		return runCLI(t, append([]string{"approvals", "--store", db, "--tenant", "acme"}, args...)...)
+	}
+	if _, out, _ := approvals("list", "--as", "carol", "--role", "cfo"); strings.Contains(out, "payments:payout") {
+		t.Errorf("a cfo lists an ops-lead's approval:\n%s", out)
+	}
+	code, out, errOut := approvals("list", "--as", "bob", "--role", "ops-lead", "--format", "json")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil || len(list) != 1 {
+		t.Fatalf("list: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	id := list[0]["id"].(string)
+	decide := func(as ...string) (int, string) {
+		code, _, errOut := approvals(append([]string{"decide", id, "testdata/payout.yaml"}, as...)...)
+		return code, errOut
+	}
+	if code, errOut := decide("--as", "carol", "--role", "cfo"); code != 2 || !strings.Contains(errOut, "carol (roles cfo) is not among its reviewers") {
+		t.Errorf("carol: exit %d, want 2: %s", code, errOut)
+	}
+	if code, errOut := decide("--as", "bob", "--role", "ops-lead"); code != 3 {
+		t.Errorf("bob: exit %d, want 3 (one of two): %s", code, errOut)
+	}
+	if code, errOut := decide("--as", "erin", "--role", "ops-lead"); code != 0 {
+		t.Errorf("erin: exit %d, want 0: %s", code, errOut)
+	}
+	if code, out, _ := approvals("show", id); code != 0 || !strings.Contains(out, `"status": "decided"`) {
+		t.Errorf("show: exit %d\n%s", code, out)
+	}
+	if code, _, _ := approvals("show", id, "--tenant", "other"); code != 1 {
+		t.Errorf("another tenant's show: exit %d, want 1 (not found)", code)
 	}
 }
