@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -77,4 +79,56 @@ func medianOf(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkQuorumDecide times the decide path of a gated call whose rule
+// asks for a quorum of three distinct approvals — each resume by its own
+// principal: two that record a vote and pause again, the third that
+// decides and makes the call — against the resume of the same call under
+// a single approval (BenchmarkGateDecide's decide path), alternately in
+// each iteration, on the memory store. It reports the medians and the
+// ratios of a vote and of the deciding approval to the single approval.
+func BenchmarkQuorumDecide(b *testing.B) {
+	quorum := strings.Replace(gateProject, "resume_schema: {type: object, required: [reviewer]}", "quorum: 3, reviewers: [role:cfo]", 1)
+	single := callGraph(compileRules(b, gateProject), benchTool(), 1, nil)
+	three := callGraph(compileRules(b, quorum), benchTool(), 1, nil)
+	e := &runner.Engine{Store: store.NewMemory()}
+	ctx := context.Background()
+	verdict := map[string]any{"approved": true, "reviewer": "dana"}
+	as := func(name string) runner.ResumeOptions {
+		return runner.ResumeOptions{Value: verdict, RunOptions: runner.RunOptions{As: access.Principal{Name: name, Roles: []string{"cfo"}}}}
+	}
+	pause := func(g *runner.Graph, thread string) {
+		if res, err := e.Run(ctx, g, thread, nil); err != nil || res.Status != runner.StatusInterrupted {
+			b.Fatalf("the gated call did not pause: %v %+v", err, res)
+		}
+	}
+	timed := func(g *runner.Graph, thread string, opt runner.ResumeOptions, want string) time.Duration {
+		t0 := time.Now()
+		res, err := e.Resume(ctx, g, thread, opt)
+		d := time.Since(t0)
+		if err != nil || res.Status != want {
+			b.Fatalf("resume of %s: %v %+v, want %s", thread, err, res, want)
+		}
+		return d
+	}
+	var base, vote, final []time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		one, q := fmt.Sprintf("one-%d", i), fmt.Sprintf("q-%d", i)
+		pause(single, one)
+		pause(three, q)
+		base = append(base, timed(single, one, as("dana"), runner.StatusCompleted))
+		vote = append(vote, timed(three, q, as("r1"), runner.StatusInterrupted))
+		vote = append(vote, timed(three, q, as("r2"), runner.StatusInterrupted))
+		final = append(final, timed(three, q, as("r3"), runner.StatusCompleted))
+	}
+	s, v, f := medianOf(base), medianOf(vote), medianOf(final)
+	b.ReportMetric(float64(s.Nanoseconds())/1000, "single-µs")
+	b.ReportMetric(float64(v.Nanoseconds())/1000, "vote-µs")
+	b.ReportMetric(float64(f.Nanoseconds())/1000, "deciding-µs")
+	b.ReportMetric(float64(v)/float64(s), "vote-ratio")
+	b.ReportMetric(float64(f)/float64(s), "deciding-ratio")
 }
