@@ -104,6 +104,9 @@ var ToolKinds = []ToolKind{
 		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) {
 			return &memoryTool{name: d.Name, def: d.Memory}, nil
 		}},
+	{Key: "a2a", Doc: "a remote agent over A2A: the call's message sent, the agent's answer and task state returned", External: true,
+		Set:   func(d *dsl.ToolDef) bool { return d.A2A != nil },
+		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) { return &a2aTool{name: d.Name, def: d.A2A}, nil }},
 	{Key: "builtin", Doc: "a Go function of this package",
 		Set:   func(d *dsl.ToolDef) bool { return d.Builtin != "" },
 		Build: func(d *dsl.ToolDef, _ *Toolbox) (runner.Tool, error) { return builtinTool(d.Builtin) }},
@@ -133,7 +136,7 @@ func toolImpl(def *dsl.ToolDef, b *Toolbox) (runner.Tool, error) {
 	if k := KindOf(def); k != nil {
 		return k.Build(def, b)
 	}
-	return nil, errors.New("no implementation: set one of expr, http, memory or builtin")
+	return nil, errors.New("no implementation: set one of expr, http, memory, a2a or builtin")
 }
 
 // checkedTool validates a call's arguments before calling the tool.

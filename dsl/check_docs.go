@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,11 +124,30 @@ func (k *check) tool(d *Document) {
 	if m := d.Get("memory"); m != nil && !k.bad(m) {
 		t.Memory = k.memoryTool(d, m, lang, args)
 	}
+	if a := d.Get("a2a"); a != nil && !k.bad(a) {
+		t.A2A = k.a2aTool(d, a, args)
+	}
 	if b := d.Get("builtin"); b != nil && !k.bad(b) && !slices.Contains(k.reg.builtins, t.Builtin) {
 		k.diags.Errorf(d.Pos(b), CodeRefUnknown, "unknown builtin tool %q", t.Builtin).Hint = hintOr(didYouMean(t.Builtin, k.reg.builtins),
 			"the builtins are: "+strings.Join(k.reg.builtins, ", "))
 	}
 	k.proj.Tools[t.Name] = t
+}
+
+// a2aTool checks an a2a tool: an http(s) URL, and a message argument
+// to send.
+func (k *check) a2aTool(d *Document, a *yaml.Node, args *Type) *A2ADef {
+	def := &A2ADef{}
+	k.decode(d, a, def, "a2a")
+	if u, err := url.Parse(def.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		k.diags.Errorf(d.Pos(mapGet(a, "url")), CodeSchemaValue, "a2a.url %q is not an http(s) URL", def.URL).Hint =
+			"give the remote agent's A2A JSON-RPC endpoint, such as http://agents.example:2024/a2a/ASSISTANT_ID"
+	}
+	if args == nil || args.Fields["message"] == nil {
+		k.diags.Errorf(d.Pos(d.Get("parameters")), CodeSchemaValue, "an a2a tool's parameters must declare message, the text it sends").Hint =
+			"parameters: {type: object, properties: {message: {type: string}, context_id: {type: string}}, required: [message]}"
+	}
+	return def
 }
 
 func (k *check) httpTool(d *Document, h *yaml.Node, lang Lang, args *Type) *HTTPDef {

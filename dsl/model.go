@@ -162,6 +162,15 @@ type ToolDef struct {
 	Builtin string
 	MCP     *MCPTool // a tool of an MCP server (Doc is the server's)
 	Memory  *MemoryDef
+	A2A     *A2ADef
+}
+
+// A2ADef is an a2a tool's remote agent: the A2A JSON-RPC endpoint the
+// call's message is sent to, and the environment variable holding the
+// API key sent to it as a bearer token (none when empty).
+type A2ADef struct {
+	URL       string `yaml:"url"`
+	APIKeyEnv string `yaml:"api_key_env"`
 }
 
 // MemoryDef is a memory tool's operation on the long-term memory store:
