@@ -133,7 +133,7 @@ var gateKinds = []struct {
 }
 
 // deskRig compiles deskSrc, its gates made notes when ungated, for agent.
-func deskRig(t *testing.T, agent string, script []dsl.Reply, ungated bool) *runner.Graph {
+func deskRig(t testing.TB, agent string, script []dsl.Reply, ungated bool) *runner.Graph {
 	t.Helper()
 	src := deskSrc
 	if ungated {

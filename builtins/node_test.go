@@ -16,7 +16,7 @@ import (
 
 // checked runs loaded documents through the real checker; they must be
 // valid.
-func checked(t *testing.T, docs []*dsl.Document, diags dsl.Diagnostics) (*dsl.Checker, *dsl.Project) {
+func checked(t testing.TB, docs []*dsl.Document, diags dsl.Diagnostics) (*dsl.Checker, *dsl.Project) {
 	t.Helper()
 	c, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {

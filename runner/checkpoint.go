@@ -113,6 +113,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if len(r.calls) > 0 {
 		m.Journal, m.Pending = r.journalEntries(), r.sideUpd
 	}
+	cp.Audit = r.audit
 	if r.ownsMeter {
 		m.Usage, m.Budget = r.meter.record(snap)
 	}
@@ -152,6 +153,7 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 		return fmt.Errorf("%w: %v", errStore, err)
 	}
 	r.unsaved = false
+	r.audit = r.audit[len(cp.Audit):] // appended with the checkpoint
 	if cp.Release {
 		r.lease.released = true
 	}

@@ -213,6 +213,7 @@ func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry, vars map[string]any) e
 		e.Ballot = b
 	}
 	c.entry = r.journal(e)
+	r.ledger(store.AuditOpened, e, digest(e.Args), nil)
 	return nil
 }
 
@@ -293,11 +294,13 @@ func (r *Run) settle(calls []*toolCall) error {
 		}
 		e, d := *c.entry, verdict.Decisions[i]
 		d.Reviewer = reviewer
+		held := digest(e.Args)
 		if d.Type == DecisionApprove && e.Ballot != nil {
 			b := *e.Ballot
 			b.Voted = append(slices.Clone(b.Voted), r.as.Name)
 			if e.Ballot = &b; len(b.Voted) < b.Quorum {
 				c.entry = r.journal(&e)
+				r.ledger(store.AuditVoted, &e, held, d)
 				open = append(open, c)
 				continue
 			}
@@ -307,6 +310,7 @@ func (r *Run) settle(calls []*toolCall) error {
 			e.Args, c.info.Args = d.Args, d.Args
 		}
 		c.entry = r.journal(&e)
+		r.ledger(store.AuditDecided, &e, held, d)
 	}
 	r.emit(EventRule, r.in.Node, map[string]any{"rule": calls[0].entry.Rule, "action": "decision", "decisions": verdict.Decisions,
 		"reviewer": reviewer})
@@ -467,6 +471,7 @@ func (r *Run) expire(gated []*toolCall) bool {
 		cp := *e
 		cp.Decision = &Decision{Type: or(r.gateRule(e.Rule).Action.HITL.OnExpire, DecisionReject), Message: "no decision before " + stamp(*e.Expires)}
 		c.entry = r.journal(&cp)
+		r.ledger(store.AuditExpired, &cp, digest(cp.Args), cp.Decision)
 		r.emit(EventRule, r.in.Node, map[string]any{"rule": e.Rule, "action": "expired", "decision": cp.Decision.Type})
 	}
 	return all

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runner-dev/runner/runner/access"
-	"github.com/runner-dev/runner/runner/store"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
 )
 
 // Run is one invocation of a thread: what nodes see of it.
@@ -76,6 +77,10 @@ type Run struct {
 	midStep      bool           // the step resumed with a journal: it had begun
 	asked        map[string]int // the call ids the node's attempt asked for (see unique)
 	models       int            // the model calls it asked for
+	// audit are the gate events the next checkpoint appends to the
+	// audit ledger (audit.go); runID names the run in them.
+	audit []*store.AuditRecord
+	runID string
 }
 
 // Emit sends an event about node, if the engine has a sink.

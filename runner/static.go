@@ -24,6 +24,8 @@ type RunOptions struct {
 	// not read them again, and its first checkpoint fails, writing
 	// nothing, if one was written meanwhile.
 	New bool
+	// RunID names the run in the audit ledger (a server's run id).
+	RunID string
 	// Config holds the values of the pipeline's configurable parameters
 	// for this invocation (Graph.Configure): what its expressions see as
 	// `config`, the defaults filling in the rest. A value that does not
@@ -54,10 +56,12 @@ func (r *Run) configure(opt RunOptions) error {
 	return err
 }
 
-// staticInterrupts sets the run's config (configure), its principal and
-// the nodes the run pauses before and after: the graph's, or opt's. A node the graph does not have is refused with an
+// staticInterrupts sets the run's id, its config (configure), its
+// principal and the nodes the run pauses before and after: the graph's,
+// or opt's. A node the graph does not have is refused with an
 // error wrapping ErrInput.
 func (r *Run) staticInterrupts(opt RunOptions) error {
+	r.runID = opt.RunID
 	if err := r.configure(opt); err != nil {
 		return err
 	}

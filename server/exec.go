@@ -228,12 +228,13 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 	if q.goTo == runner.End {
 		return ended(ctx, e, g, thread)
 	}
+	opts := q.opts
+	opts.RunID = l.rec.ID
 	if mode == modeRun {
-		opts := q.opts
 		opts.New = p.from == 0 // the plan read no checkpoint: the run need not read again
 		return e.RunWith(ctx, g, thread, input, opts)
 	}
-	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: q.opts})
+	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: opts})
 }
 
 // goOn continues a run taken over from a server that stopped after it

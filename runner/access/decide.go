@@ -171,3 +171,18 @@ func or(s, alt string) string {
 	}
 	return s
 }
+
+// Auditor is the role that may read its tenant's audit ledger.
+const Auditor = "auditor"
+
+// ErrNotAuditor is MayAudit's refusal: a server answers 403.
+var ErrNotAuditor = errors.New("not an auditor")
+
+// MayAudit is the one decision whether p may read the audit ledger of
+// its tenant: p must have the role Auditor.
+func MayAudit(p Principal) error {
+	if !p.HasRole(Auditor) {
+		return fmt.Errorf("%w: %s has not the role %q; give the key that role in the keys file", ErrNotAuditor, p, Auditor)
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ type memory struct {
 	memApprovals
 	memItems
 	memCrons
+	memAudit
 	leases map[string]Lease
 }
 
@@ -41,11 +42,12 @@ func (t *memThread) summary(id string) Thread {
 }
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
-// It is a RunStore, an AssistantStore, an ApprovalStore, an ItemStore and a
-// CronStore too.
+// It is a RunStore, an AssistantStore, an ApprovalStore, an ItemStore, a
+// CronStore and an AuditStore too.
 func NewMemory() Store {
 	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns(),
-		memApprovals: memApprovals{approvals: map[string]*Approval{}}, memItems: newMemItems()}
+		memApprovals: memApprovals{approvals: map[string]*Approval{}}, memItems: newMemItems(),
+		memAudit: memAudit{audit: map[string][]*AuditRecord{}}}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
@@ -74,6 +76,7 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 	for _, a := range cp.Approvals {
 		m.upsert(a)
 	}
+	m.appendAudit(cp.Audit)
 	if cp.Release {
 		l := m.leases[cp.Thread]
 		l.Expires = time.Time{}
@@ -266,7 +269,7 @@ func (m *memory) Probe(context.Context) error { return nil }
 // stored (Lease, Release); without the Writes and Snapshot unless full.
 func clone(cp *Checkpoint, full bool) *Checkpoint {
 	c := *cp
-	c.CreatedAt, c.Lease, c.Release, c.ChildOf, c.Approvals = cp.CreatedAt.UTC(), 0, false, "", nil
+	c.CreatedAt, c.Lease, c.Release, c.ChildOf, c.Approvals, c.Audit = cp.CreatedAt.UTC(), 0, false, "", nil, nil
 	c.Interrupt, c.Meta = cloneRaw(cp.Interrupt), cloneRaw(cp.Meta)
 	c.Writes, c.Snapshot = nil, nil
 	if full {

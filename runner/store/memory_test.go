@@ -30,3 +30,7 @@ func TestMemoryItemStore(t *testing.T) {
 func TestMemoryCronStore(t *testing.T) {
 	storetest.RunCronStore(t, func(*testing.T) store.CronStore { return store.NewMemory().(store.CronStore) })
 }
+
+func TestMemoryAudit(t *testing.T) {
+	storetest.RunAuditStore(t, func(*testing.T) store.Store { return store.NewMemory() })
+}

@@ -101,6 +101,10 @@ type Checkpoint struct {
 	// checkpoint: Load and History return none; an ApprovalStore reads
 	// them.
 	Approvals []*Approval `json:"-"`
+	// Audit are appended to the audit ledger with the checkpoint, in the
+	// same write (AuditStore): the gate events of the step. Not stored
+	// with the checkpoint.
+	Audit []*AuditRecord `json:"-"`
 }
 
 // Lease is an owner's exclusive claim on a thread until Expires: one
@@ -199,6 +203,9 @@ func CheckPut(cp *Checkpoint) error {
 			cp.Thread, cp.ID, cp.Parent)
 	case cp.Release && cp.Lease == 0:
 		return fmt.Errorf("store: put: thread %q: checkpoint %d releases a lease but names none", cp.Thread, cp.ID)
+	}
+	if err := CheckAudit(cp.Tenant, cp.Audit); err != nil {
+		return fmt.Errorf("store: put: thread %q: checkpoint %d: %w", cp.Thread, cp.ID, err)
 	}
 	if cp.CreatedAt.IsZero() {
 		cp.CreatedAt = time.Now()

@@ -34,20 +34,20 @@ CREATE INDEX approvals_thread ON approvals (thread);
 CREATE INDEX approvals_expiring ON approvals (expires_at) WHERE status = 'pending';
 `
 
-// pgPutApprovals is pgPut writing, if it inserted the checkpoint, the
-// approvals of $19 (approvalRows) too, each keeping the created_at of the
-// one it replaces.
-const pgPutApprovals = pgPutSteps + `,
+// pgApprovalsStep is the step of pgPut that writes, if it inserted the
+// checkpoint, the approvals of $%d (approvalRows) too, each keeping the
+// created_at of the one it replaces.
+const pgApprovalsStep = `,
 appr AS (
 	INSERT INTO approvals (id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record)
 	SELECT a.id, a.tenant, a.thread, a.agent, a.rule, a.status, a.reviewers, a.created_at, a.updated_at, a.expires_at,
 		decode(a.record, 'base64')
-	FROM jsonb_to_recordset($19::jsonb) AS a(id text, tenant text, thread text, agent text, rule text, status text,
+	FROM jsonb_to_recordset($%d::jsonb) AS a(id text, tenant text, thread text, agent text, rule text, status text,
 		reviewers text[], created_at bigint, updated_at bigint, expires_at bigint, record text)
 	WHERE EXISTS (SELECT FROM ins)
 	ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, thread = excluded.thread, agent = excluded.agent,
 		rule = excluded.rule, status = excluded.status, reviewers = excluded.reviewers,
-		updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record)` + pgPutThread
+		updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record)`
 
 // approvalRow is an approval as pgPutApprovals reads it.
 type approvalRow struct {
@@ -64,7 +64,7 @@ type approvalRow struct {
 	Record    []byte   `json:"record"` // base64
 }
 
-// approvalRows is as as the JSON of pgPutApprovals' $19.
+// approvalRows is as as the JSON pgApprovalsStep reads.
 func approvalRows(as []*store.Approval) []byte {
 	rows := make([]approvalRow, len(as))
 	for i, a := range as {

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,18 +60,19 @@ type pgStore struct {
 	pool  *pgxpool.Pool
 	where string // the database, for errors (redact)
 	group store.Group[write]
+	heads sync.Map // the tenants whose audit chain has its head row
 }
 
-// pgPut inserts a checkpoint only if its ID ($2) is the thread's next and
+// A Put's statement — pgPutSteps, the steps of its approvals and audit
+// records if any, pgPutThread — inserts a checkpoint only if its ID ($2) is the thread's next and
 // its lease token ($16) is 0 or the thread's, upserts the thread's row
 // (a new one with its parent, $18), and, if it inserted and $17 says so,
 // releases the lease, in one statement; a concurrent Put of the same ID fails on the primary key,
 // and the lease row stays locked until the Put commits, so a takeover
 // waits for it. It affects one row when it inserted.
-const pgPut = pgPutSteps + pgPutThread
-
-// pgPutSteps are pgPut's steps before its last: the checkpoint's insert
-// and the lease's release.
+//
+// pgPutSteps are its first steps: the checkpoint's insert and the
+// lease's release.
 const pgPutSteps = `
 WITH ins AS (
 	INSERT INTO checkpoints (thread, id, parent, step, node, next, status, pipeline,
@@ -83,7 +85,7 @@ rel AS (
 	UPDATE leases SET expires_at = 0
 	WHERE $17::boolean AND thread = $1 AND token = $16 AND EXISTS (SELECT FROM ins))`
 
-// pgPutThread is pgPut's last step: the thread's row.
+// pgPutThread is a Put's last step: the thread's row.
 const pgPutThread = `
 INSERT INTO threads (id, pipeline, status, steps, last_id, updated_at, parent)
 SELECT *, nullif($18, '') FROM ins
@@ -112,18 +114,27 @@ func (s *pgStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	return err
 }
 
-// put runs pgPut; a Put whose ID is not next is a store.ErrConflict, one
+// put runs a Put's statement; a Put whose ID is not next is a store.ErrConflict, one
 // under a lease taken over a store.ErrFenced.
 func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w := write{pgPut, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
+	w := write{pgPutSteps, []any{cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Node,
 		cp.Next, cp.Status, cp.Pipeline, cp.ConfigHash, cp.Tenant, cp.CreatedAt.UnixNano(),
 		blob(cp.Interrupt), blob(cp.Meta), blob(cp.Writes), blob(cp.Snapshot), cp.Lease, cp.Release, cp.ChildOf}}
 	if len(cp.Approvals) > 0 {
-		w.sql, w.args = pgPutApprovals, append(w.args, approvalRows(cp.Approvals))
+		w.args = append(w.args, approvalRows(cp.Approvals))
+		w.sql += fmt.Sprintf(pgApprovalsStep, len(w.args))
 	}
+	if len(cp.Audit) > 0 {
+		if err := s.auditHead(ctx, cp.Tenant); err != nil {
+			return err
+		}
+		w.sql = recursive(w.sql) + "," + auditSteps(len(w.args)+1, "EXISTS (SELECT FROM ins)")
+		w.args = append(w.args, auditArgs(cp.Tenant, cp.Audit)...)
+	}
+	w.sql += pgPutThread
 	res := s.group.Do(w)
 	switch {
 	case uniqueViolation(res.Err):

@@ -306,6 +306,44 @@ func TestApprovalStoreConformance(t *testing.T) {
 	storetest.RunApprovalStore(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
 }
 
+func TestAuditStoreConformance(t *testing.T) {
+	storetest.RunAuditStore(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
+}
+
+// TestAuditReplicas: two replicas on one database appending to one
+// tenant's ledger at once, with checkpoints and alone, keep one chain
+// holding every record.
+func TestAuditReplicas(t *testing.T) {
+	db := newTestDB(t)
+	replicas := []store.Store{db.open(t), db.open(t)}
+	ctx := context.Background()
+	const each = 40
+	var wg sync.WaitGroup
+	for i, s := range replicas {
+		wg.Go(func() {
+			thread := fmt.Sprintf("/acme/r%d", i)
+			for n := range each {
+				r := storetest.Audit("acme", thread, fmt.Sprint(n), int64(n))
+				var err error
+				if n%2 == 0 {
+					cp := storetest.Checkpoint(thread, int64(n/2+1), n == 0)
+					cp.Tenant, cp.Audit = "acme", []*store.AuditRecord{r, storetest.Audit("acme", thread, fmt.Sprint(n, "b"), int64(n))}
+					err = s.Put(ctx, cp)
+				} else {
+					err = s.(store.AuditStore).AppendAudit(ctx, r)
+				}
+				if err != nil {
+					t.Errorf("replica %d: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := storetest.Verify(t, replicas[1].(store.AuditStore)); n != 2*each*3/2 {
+		t.Errorf("the ledger holds %d records, want %d", n, 2*each*3/2)
+	}
+}
+
 func TestItemStoreConformance(t *testing.T) {
 	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
 		return newTestDB(t).open(t).(store.ItemStore)

@@ -39,6 +39,8 @@ import (
 // Version 8: the long-term memory store's items (items.go).
 //
 // Version 9: the crons, scheduled runs (crons.go).
+//
+// Version 10: the audit ledger (audit.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -80,7 +82,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema, pgAuditSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

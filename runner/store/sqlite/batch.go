@@ -34,6 +34,9 @@ type putReq struct {
 	returning bool
 	before    *putReq
 	after     *putReq
+	// audit, when set, is a ledger record the write appends: its args
+	// are set when it runs (writer.chain).
+	audit *store.AuditRecord
 }
 
 // commitPut commits a write in the group commit of concurrent writes
@@ -165,6 +168,11 @@ var errAfter = errors.New("sqlite: the write after changed no row")
 func (w *writer) exec(req *putReq) (int64, error) {
 	if req.before != nil {
 		if _, err := w.exec(req.before); err != nil {
+			return 0, err
+		}
+	}
+	if req.audit != nil {
+		if err := w.chain(req); err != nil {
 			return 0, err
 		}
 	}

@@ -87,6 +87,8 @@ import (
 // Version 15: the long-term memory store's items (items.go).
 //
 // Version 16: the crons, scheduled runs (crons.go).
+//
+// Version 17: the audit ledger (audit.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -240,7 +242,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema, sqliteAuditSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert
@@ -428,6 +430,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	}
 	if len(cp.Approvals) > 0 {
 		req.then(approvalWrites(cp))
+	}
+	if len(cp.Audit) > 0 {
+		req.then(auditWrites(cp.Audit))
 	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {

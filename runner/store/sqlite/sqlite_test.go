@@ -143,6 +143,12 @@ func TestApprovalStoreConformance(t *testing.T) {
 	})
 }
 
+func TestAuditStoreConformance(t *testing.T) {
+	storetest.RunAuditStore(t, func(t *testing.T) store.Store {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db"))
+	})
+}
+
 func TestItemStoreConformance(t *testing.T) {
 	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
 		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.ItemStore)
