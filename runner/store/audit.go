@@ -112,6 +112,27 @@ type AuditQuery struct {
 	Limit      int
 }
 
+// SQL is q as a select of the audit table's columns tenant, seq,
+// prev_hash, hash, time (Unix nanoseconds) and record, for the SQL
+// backends; arg adds an argument and returns its placeholder.
+func (q *AuditQuery) SQL(arg func(any) string) string {
+	sql := "SELECT tenant, seq, prev_hash, hash, time, record FROM audit WHERE true"
+	if !q.AllTenants {
+		sql += " AND tenant = " + arg(q.Tenant)
+	}
+	if !q.Since.IsZero() {
+		sql += " AND time >= " + arg(q.Since.UnixNano())
+	}
+	if q.After != nil {
+		sql += fmt.Sprintf(" AND (tenant, seq) > (%s, %s)", arg(q.After.Tenant), arg(q.After.Seq))
+	}
+	sql += " ORDER BY tenant, seq"
+	if q.Limit > 0 {
+		sql += " LIMIT " + arg(q.Limit)
+	}
+	return sql
+}
+
 // AuditCursor is a place in a list of ledger records: a record's tenant
 // and Seq.
 type AuditCursor struct {

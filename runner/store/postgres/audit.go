@@ -116,24 +116,11 @@ func (s *pgStore) AppendAudit(ctx context.Context, recs ...*store.AuditRecord) e
 }
 
 func (s *pgStore) Audit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
-	sql, args := `SELECT tenant, seq, prev_hash, hash, time, record FROM audit WHERE true`, []any{}
-	arg := func(v any) string {
+	var args []any
+	sql := q.SQL(func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
-	}
-	if !q.AllTenants {
-		sql += " AND tenant = " + arg(q.Tenant)
-	}
-	if !q.Since.IsZero() {
-		sql += " AND time >= " + arg(q.Since.UnixNano())
-	}
-	if q.After != nil {
-		sql += fmt.Sprintf(" AND (tenant, seq) > (%s, %s::bigint)", arg(q.After.Tenant), arg(q.After.Seq))
-	}
-	sql += " ORDER BY tenant, seq"
-	if q.Limit > 0 {
-		sql += " LIMIT " + arg(q.Limit)
-	}
+	})
 	var out []*store.AuditRecord
 	err := s.retry(ctx, func() error {
 		rows, err := s.pool.Query(ctx, sql, args...)

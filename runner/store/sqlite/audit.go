@@ -91,24 +91,11 @@ func (s *sqliteStore) AppendAudit(ctx context.Context, recs ...*store.AuditRecor
 }
 
 func (s *sqliteStore) Audit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
-	query, args := `SELECT tenant, seq, prev_hash, hash, time, record FROM audit WHERE true`, []any{}
-	arg := func(v any) string {
+	var args []any
+	query := q.SQL(func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("?%d", len(args))
-	}
-	if !q.AllTenants {
-		query += " AND tenant = " + arg(q.Tenant)
-	}
-	if !q.Since.IsZero() {
-		query += " AND time >= " + arg(q.Since.UnixNano())
-	}
-	if q.After != nil {
-		query += fmt.Sprintf(" AND (tenant, seq) > (%s, %s)", arg(q.After.Tenant), arg(q.After.Seq))
-	}
-	query += " ORDER BY tenant, seq"
-	if q.Limit > 0 {
-		query += " LIMIT " + arg(q.Limit)
-	}
+	})
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit: %w", fault(err))
