@@ -475,20 +475,3 @@ func (s *Server) mac(purpose, data string) []byte {
 	m.Write([]byte(purpose + "\x00" + data))
 	return m.Sum(nil)
 }
-
-// mcpKeyOf is the key /mcp signs with: derived from the API keys' hashes,
-// so every replica of a deployment signs alike and a restart keeps its
-// tokens; random when the server runs without keys.
-func mcpKeyOf(keys access.Keys) []byte {
-	if len(keys) == 0 {
-		var b [32]byte
-		_, _ = rand.Read(b[:])
-		return b[:]
-	}
-	h := sha256.New()
-	h.Write([]byte("runner /mcp signing key\x00"))
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		h.Write([]byte(strings.ToLower(k) + "\x00"))
-	}
-	return h.Sum(nil)
-}

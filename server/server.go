@@ -201,7 +201,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.items, _ = cfg.Store.(store.ItemStore)
 	s.crons, _ = cfg.Store.(store.CronStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
-	s.mcpKey = mcpKeyOf(cfg.Keys)
+	var err error
+	if s.mcpKey, err = mcpSecret(ctx, cfg.Store); err != nil { // /mcp and ServeMCP sign with it
+		return nil, err
+	}
 	for name := range cfg.Graphs {
 		s.names[AssistantID(name)] = name
 	}
