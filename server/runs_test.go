@@ -201,9 +201,12 @@ func TestWait(t *testing.T) {
 }
 
 // TestWaitAnswerSized: an answer ready at once goes out with its length,
-// not chunked (one write where it fits, no closing chunk).
+// not chunked (one write where it fits, no closing chunk). Ready at once
+// means within a heartbeat: the env's 50 ms is less than a run takes under
+// -race on a busy machine, when the answer is rightly begun early and
+// chunked; the heartbeat here is an hour.
 func TestWaitAnswerSized(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(c *server.Config) { c.Heartbeat = time.Hour })
 	long := strings.Repeat("a long message ", 400) // 6 KB: past net/http's own sizing of small bodies
 	resp := e.request("POST", "/runs/wait", map[string]any{"assistant_id": "approval",
 		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": long}}}})

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,14 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store/storetest"
 )
-
-// postgresEnv names the variable holding the URL of the PostgreSQL server
-// the replica test runs against.
-const postgresEnv = "RUNNER_TEST_POSTGRES"
 
 // replicaLeaseTTL is the lease time of the replicas: a run of a killed
 // replica is taken over by the other that long after (within twice that).
@@ -253,44 +244,9 @@ func checkOnce(t *testing.T, svc *entityService, thread string, n int) {
 	}
 }
 
-// postgresSchema returns the URL of a schema of its own on the server in
-// postgresEnv, dropped when the test ends. Without the variable the test
-// is skipped, or fails under CI, which must run it.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv(postgresEnv)
-	switch {
-	case server == "" && os.Getenv("CI") != "":
-		t.Fatalf("%s is not set: CI must run the PostgreSQL tests (.ci/run starts a server)", postgresEnv)
-	case server == "":
-		t.Skipf("set %s=postgres://user@host:port/db?sslmode=disable to run the PostgreSQL tests", postgresEnv)
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", postgresEnv, err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "runner_serve_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close(ctx)
-	})
-	u, err := url.Parse(server)
-	if err != nil {
-		t.Fatalf("%s: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// postgresSchema returns the URL of a schema of its own on the test
+// server (storetest.PostgresSchema).
+func postgresSchema(t *testing.T) string { return storetest.PostgresSchema(t, "runner_serve_") }
 
 // startReplica starts `runner serve` on the store in the project dir and
 // returns its base URL and process, killed when the test ends.

@@ -246,13 +246,14 @@ func (s *pgStore) query(ctx context.Context, sql string, full bool, args ...any)
 	return out, nil
 }
 
-// retry runs f, and again if it lost its connection.
+// retry runs f, and again if it lost its connection; its error wraps the
+// store fault it is, if any (fault).
 func (s *pgStore) retry(ctx context.Context, f func() error) error {
 	err := f()
 	if err != nil && s.lost(ctx, err) {
 		err = f()
 	}
-	return err
+	return fault(err)
 }
 
 // lost reports whether err, while ctx goes on, is the loss of a
