@@ -23,6 +23,7 @@ type memory struct {
 	memItems
 	memCrons
 	memAudit
+	memWebhooks
 	leases map[string]Lease
 }
 
@@ -43,11 +44,11 @@ func (t *memThread) summary(id string) Thread {
 
 // NewMemory returns an empty in-memory Store, for tests and benchmarks.
 // It is a RunStore, an AssistantStore, an ApprovalStore, an ItemStore, a
-// CronStore and an AuditStore too.
+// CronStore, an AuditStore and a WebhookStore too.
 func NewMemory() Store {
 	return &memory{threads: map[string]*memThread{}, leases: map[string]Lease{}, memRuns: newMemRuns(),
 		memApprovals: memApprovals{approvals: map[string]*Approval{}}, memItems: newMemItems(),
-		memAudit: memAudit{audit: map[string][]*AuditRecord{}}}
+		memAudit: memAudit{audit: map[string][]*AuditRecord{}}, memWebhooks: memWebhooks{deliveries: map[string]*Delivery{}}}
 }
 
 func (m *memory) Put(_ context.Context, cp *Checkpoint) error {

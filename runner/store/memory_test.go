@@ -34,3 +34,7 @@ func TestMemoryCronStore(t *testing.T) {
 func TestMemoryAudit(t *testing.T) {
 	storetest.RunAuditStore(t, func(*testing.T) store.Store { return store.NewMemory() })
 }
+
+func TestMemoryWebhooks(t *testing.T) {
+	storetest.RunWebhookStore(t, func(*testing.T) store.Store { return store.NewMemory() })
+}

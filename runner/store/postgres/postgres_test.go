@@ -344,6 +344,10 @@ func TestAuditReplicas(t *testing.T) {
 	}
 }
 
+func TestWebhookStoreConformance(t *testing.T) {
+	storetest.RunWebhookStore(t, func(t *testing.T) store.Store { return newTestDB(t).open(t) })
+}
+
 func TestItemStoreConformance(t *testing.T) {
 	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
 		return newTestDB(t).open(t).(store.ItemStore)

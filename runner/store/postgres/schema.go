@@ -41,6 +41,8 @@ import (
 // Version 9: the crons, scheduled runs (crons.go).
 //
 // Version 10: the audit ledger (audit.go).
+//
+// Version 11: the outbox of webhook deliveries (webhooks.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -82,7 +84,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema, pgAuditSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema, pgAuditSchema, pgWebhooksSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -89,6 +89,8 @@ import (
 // Version 16: the crons, scheduled runs (crons.go).
 //
 // Version 17: the audit ledger (audit.go).
+//
+// Version 18: the outbox of webhook deliveries (webhooks.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -242,7 +244,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema, sqliteAuditSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema, sqliteAuditSchema, sqliteWebhooksSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert

@@ -149,6 +149,12 @@ func TestAuditStoreConformance(t *testing.T) {
 	})
 }
 
+func TestWebhookStoreConformance(t *testing.T) {
+	storetest.RunWebhookStore(t, func(t *testing.T) store.Store {
+		return openTest(t, filepath.Join(t.TempDir(), "runner.db"))
+	})
+}
+
 func TestItemStoreConformance(t *testing.T) {
 	storetest.RunItemStore(t, func(t *testing.T) store.ItemStore {
 		return openTest(t, filepath.Join(t.TempDir(), "runner.db")).(store.ItemStore)
