@@ -55,7 +55,7 @@ func TestServeSQLiteUnwritable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := clerkProject(t, `[{"node": "ask", "delay": "2s", "text": "Slow."}, {"node": "ask", "text": "Quick."}]`)
+	dir, _ := clerkProject(t, `[{"node": "ask", "delay": "2s", "text": "Slow."}, {"node": "ask", "text": "Quick."}]`)
 	db := filepath.Join(dir, "state.db")
 	base, proc := startReplica(t, bin, dir, "sqlite:"+db)
 	var repair func()
@@ -163,7 +163,7 @@ func TestServePostgresRestart(t *testing.T) {
 	}
 	pg := newProxy(t, u.Host)
 	u.Host = pg.ln.Addr().String()
-	dir := clerkProject(t, `[{"node": "ask", "delay": "2s", "text": "Slow."}, {"node": "ask", "text": "Quick."}]`)
+	dir, _ := clerkProject(t, `[{"node": "ask", "delay": "2s", "text": "Slow."}, {"node": "ask", "text": "Quick."}]`)
 	base, _ := startReplica(t, bin, dir, u.String())
 	// mid-run: the model answers in 2 s
 	survivesFault(t, base, func() { pg.setCut(true) }, func() { pg.setCut(false) })
@@ -195,17 +195,18 @@ func survivesFault(t *testing.T, base string, fault, repair func()) {
 var clerkInput = map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Hello."}}}
 
 // clerkProject is a project directory with the clerk agent (its entity
-// service served until the test ends), the model's replies script and
-// the key sk-test of tenant acme, for startReplica.
-func clerkProject(t *testing.T, script string) string {
+// service, returned, served until the test ends), the model's replies
+// script and the key sk-test of tenant acme, for startReplica.
+func clerkProject(t *testing.T, script string) (string, *entityService) {
 	t.Helper()
-	ts := httptest.NewServer(newEntityService())
+	svc := newEntityService()
+	ts := httptest.NewServer(svc)
 	t.Cleanup(ts.Close)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, ts.URL, strings.TrimPrefix(ts.URL, "http://")))
 	writeFile(t, filepath.Join(dir, "script.json"), script)
 	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
-	return dir
+	return dir, svc
 }
 
 // newThreadID is a fresh thread id.

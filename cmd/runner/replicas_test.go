@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +18,12 @@ const replicaLeaseTTL = time.Second
 
 // replicaScript: the clerk asks to create an entity, which waits for
 // approval; approved, the entity is created, then the model takes its
-// time to answer (the replica running it is killed meanwhile).
+// time to answer (the replica running it is killed meanwhile); thanked in
+// a new turn, it answers.
 const replicaScript = `[
  {"node": "ask", "tool_calls": [{"id": "c1", "name": "create_entity", "args": {"name": "Alpha"}}]},
- {"node": "ask", "delay": "2s", "text": "Created Alpha."}]`
+ {"node": "ask", "delay": "2s", "text": "Created Alpha."},
+ {"node": "ask", "text": "You are welcome."}]`
 
 // TestServeReplicas runs two `runner serve` replicas on one PostgreSQL
 // database. A background run started on replica A is killed with A
@@ -38,13 +38,7 @@ func TestServeReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := newEntityService()
-	ts := httptest.NewServer(svc)
-	defer ts.Close()
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, ts.URL, strings.TrimPrefix(ts.URL, "http://")))
-	writeFile(t, filepath.Join(dir, "script.json"), replicaScript)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
+	dir, svc := clerkProject(t, replicaScript)
 	a, aProc := startReplica(t, bin, dir, storeURL)
 	b, _ := startReplica(t, bin, dir, storeURL)
 
@@ -108,16 +102,7 @@ func killAndFinish(t *testing.T, storeURL string, replica bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := newEntityService()
-	ts := httptest.NewServer(svc)
-	defer ts.Close()
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "clerk.yaml"), fmt.Sprintf(clerkAgent, ts.URL, strings.TrimPrefix(ts.URL, "http://")))
-	writeFile(t, filepath.Join(dir, "script.json"), `[
- {"node": "ask", "tool_calls": [{"id": "c1", "name": "create_entity", "args": {"name": "Alpha"}}]},
- {"node": "ask", "delay": "2s", "text": "Created Alpha."},
- {"node": "ask", "text": "You are welcome."}]`)
-	writeFile(t, filepath.Join(dir, "keys.yaml"), access.HashKey("sk-test")+": acme\n")
+	dir, svc := clerkProject(t, replicaScript)
 	a, aProc := startReplica(t, bin, dir, storeURL)
 	var b string
 	if replica {
