@@ -146,20 +146,7 @@ rules:
 func TestA2AToolThroughTheCallPath(t *testing.T) {
 	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}))
 	t.Setenv("A2A_KEY", testKey)
-	checker, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := strings.Replace(callerSrc, "URL", e.url+"/a2a/"+server.AssistantID("rule_37"), 1)
-	docs, diags := dsl.Parse("caller.yaml", []byte(src))
-	proj, more := checker.Check(docs)
-	if all := append(diags, more...); all.HasErrors(false) {
-		t.Fatalf("definitions: %v", all)
-	}
-	g, err := checker.Compile(proj, "caller", dsl.CompileOptions{Tool: builtins.Tool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := compileSource(t, "caller.yaml", strings.Replace(callerSrc, "URL", e.url+"/a2a/"+server.AssistantID("rule_37"), 1), "caller")
 	ctx := context.Background()
 	eng := &runner.Engine{Store: store.NewMemory()}
 	res, err := eng.Run(ctx, g, "t1", map[string]any{"ask": "Add the Mitchell Ranch 3H well."})

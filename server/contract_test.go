@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runner-dev/runner/builtins"
-	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/server"
 )
 
@@ -30,19 +28,7 @@ nodes:
 // withTyped serves typedProject as the assistant typed.
 func withTyped(t *testing.T) func(*server.Config) {
 	t.Helper()
-	checker, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, diags := dsl.Parse("typed.yaml", []byte(typedProject))
-	proj, more := checker.Check(docs)
-	if all := append(diags, more...); all.HasErrors(false) {
-		t.Fatalf("definitions: %v", all)
-	}
-	g, err := checker.Compile(proj, "typed", dsl.CompileOptions{Tool: builtins.Tool})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := compileSource(t, "typed.yaml", typedProject, "typed")
 	return func(c *server.Config) { c.Graphs["typed"] = g }
 }
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runner-dev/runner/builtins"
+	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
@@ -280,4 +282,24 @@ func (e *env) waitStatus(thread, run, status string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	e.t.Fatalf("run %s never reached %s", run, status)
+}
+
+// compileSource checks the definitions of src (named file) and compiles
+// the pipeline name with the built-in tools.
+func compileSource(t *testing.T, file, src, name string) *runner.Graph {
+	t.Helper()
+	checker, err := dsl.NewChecker(builtins.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, diags := dsl.Parse(file, []byte(src))
+	proj, more := checker.Check(docs)
+	if all := append(diags, more...); all.HasErrors(false) {
+		t.Fatalf("definitions: %v", all)
+	}
+	g, err := checker.Compile(proj, name, dsl.CompileOptions{Tool: builtins.Tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
