@@ -142,14 +142,12 @@ function countdown(expires) {
   return el;
 }
 
-// quorum shows how many approvals a quorum still needs, where the gate
-// has one.
+// quorum shows how many approvals a quorum still needs, where the gate's
+// ballot asks for more than one, with who approved so far.
 function quorum(extra) {
-  const q = extra.quorum;
-  if (!q) return null;
-  const need = typeof q === 'object' ? q.required ?? q.need ?? q.quorum : q;
-  const have = typeof q === 'object' ? (q.approvals ?? q.approved ?? []) : [];
-  const n = Array.isArray(have) ? have.length : Number(have) || 0;
-  return h('span', { class: 'quorum', title: Array.isArray(have) ? have.join(', ') : '' },
-    h('progress', { max: need, value: n, 'aria-label': 'approvals toward the quorum' }), ` ${n} of ${need} approvals`);
+  const b = extra.ballot;
+  if (!b || !(b.quorum > 1)) return null;
+  const have = b.approved_by || [];
+  return h('span', { class: 'quorum', title: have.join(', ') },
+    h('progress', { max: b.quorum, value: have.length, 'aria-label': 'approvals toward the quorum' }), ` ${have.length} of ${b.quorum} approvals`);
 }
