@@ -44,7 +44,7 @@ nodes:
 
 // mcpGraph compiles callPipeline against the test server, counting into
 // count, with the shipped platform rule sets.
-func mcpGraph(t *testing.T, count string) *runner.Graph {
+func mcpGraph(t testing.TB, count string) *runner.Graph {
 	t.Helper()
 	src := strings.Replace(mcpServer(t, "", count), "tools:\n", "tools:\n  - {tool: count}\n  - {tool: slow, mutating: false, timeout: 300ms}\n"+
 		"  - {tool: getenv, mutating: false}\n", 1)

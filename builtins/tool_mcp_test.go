@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // mcpServer is an MCPServer document whose command is this test binary
 // serving mcptest's tools with opts, counting into the file count; echo
 // and count are pinned as mcptest serves them unchanged.
-func mcpServer(t *testing.T, opts, count string) string {
+func mcpServer(t testing.TB, opts, count string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

@@ -70,7 +70,7 @@ func TestLanguageListsEveryField(t *testing.T) {
 		}
 	}
 	common := map[string]bool{"apiVersion": true, "kind": true, "metadata": true, "language": true}
-	for _, k := range []string{"pipeline", "agent", "ruleset", "skill", "tool", "model", "test"} {
+	for _, k := range []string{"pipeline", "agent", "ruleset", "skill", "tool", "mcpserver", "model", "test"} {
 		src, err := os.ReadFile(filepath.Join(root, "schemas", k+".json"))
 		if err != nil {
 			t.Fatal(err)
