@@ -12,3 +12,6 @@ func (s *Server) RoutePatterns() (public, api []string) {
 	}
 	return public, api
 }
+
+// Notify enqueues event for the configured webhook, as a run's would be.
+func (s *Server) Notify(tenant, event string, data map[string]any) { s.notify(tenant, event, data, "") }

@@ -40,7 +40,7 @@ func (s *Server) observe(l *liveRun, next runner.Sink) runner.Sink {
 	if s.tracing != nil { // no span is built without a tracer
 		w.obs = append(w.obs, s.tracing.run(l, w.start))
 	}
-	w.obs = append(w.obs, w.conv)
+	w.obs = append(w.obs, w.conv, hookWatch{s, l})
 	l.watch = w
 	s.cfg.Log.Info("run started", "run", l.rec.ID, "thread", l.rec.Thread, "assistant", l.rec.Assistant, "tenant", l.rec.Tenant)
 	return func(ev runner.Event) {

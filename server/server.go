@@ -95,6 +95,8 @@ type Config struct {
 	Clock      runner.Clock
 	CronEvery  time.Duration
 	CronMissed string
+	// Webhooks is where notifications go (webhooks.go).
+	Webhooks Webhooks
 }
 
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown
@@ -121,6 +123,11 @@ type Server struct {
 	retained  chan struct{}
 	retention *retentionMetrics
 	scheduled chan struct{} // closed when the cron scheduler has stopped
+	// hooks is the webhook outbox (nil when the store keeps none);
+	// delivered is closed when its dispatcher has stopped
+	hooks      store.WebhookStore
+	hookClient *http.Client
+	delivered  chan struct{}
 
 	mu      sync.Mutex
 	closing bool
@@ -192,11 +199,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if err := cfg.Webhooks.check(); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
 		owner: reclaimerOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
-		retained: make(chan struct{}), scheduled: make(chan struct{})}
+		retained: make(chan struct{}), scheduled: make(chan struct{}), delivered: make(chan struct{}),
+		hookClient: &http.Client{Timeout: postTimeout}}
+	s.hooks, _ = cfg.Store.(store.WebhookStore)
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.items, _ = cfg.Store.(store.ItemStore)
 	s.crons, _ = cfg.Store.(store.CronStore)
@@ -220,6 +232,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	go s.sweep()
 	go s.retainAll()
 	go s.schedule()
+	go s.deliverAll()
 	s.table = s.endpoints()
 	s.mux = s.routes()
 	return s, nil
@@ -254,6 +267,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	<-s.swept
 	<-s.retained
 	<-s.scheduled
+	<-s.delivered
 	s.dropQueued()
 }
 

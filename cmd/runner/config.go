@@ -52,6 +52,39 @@ type Config struct {
 	Serve ServeConfig `koanf:"serve"`
 	// MCP holds the settings of the agents served as MCP tools.
 	MCP MCPConfig `koanf:"mcp"`
+	// Webhooks is where runner serve sends its notifications.
+	Webhooks WebhooksConfig `koanf:"webhooks"`
+}
+
+// WebhooksConfig is the webhooks section of runner.yaml: the URL told of
+// the events it lists (empty: all), signed with the whsec_ secret held
+// by the environment variable SecretEnv (webhooks: {url: ..., secret_env:
+// RUNNER_WEBHOOK_SECRET, events: [approval.requested]}).
+type WebhooksConfig struct {
+	URL       string   `koanf:"url"`
+	SecretEnv string   `koanf:"secret_env"`
+	Events    []string `koanf:"events"`
+}
+
+// server is the server's webhooks of c, the secret read from its
+// variable.
+func (c WebhooksConfig) server() (server.Webhooks, error) {
+	w := server.Webhooks{URL: c.URL, Events: c.Events}
+	if c.SecretEnv == "" {
+		if c.URL != "" {
+			return w, errors.New("webhooks: url without secret_env; name the environment variable that holds its whsec_ secret")
+		}
+		return w, nil
+	}
+	v := os.Getenv(c.SecretEnv)
+	if v == "" {
+		return w, fmt.Errorf("webhooks: secret_env names %s, which is not set; set it to a whsec_ secret", c.SecretEnv)
+	}
+	var err error
+	if w.Secret, err = server.ParseWebhookSecret(v); err != nil {
+		return w, fmt.Errorf("webhooks: %s: %w", c.SecretEnv, err)
+	}
+	return w, nil
 }
 
 // MCPConfig is the mcp section of runner.yaml.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,5 +184,39 @@ func TestServeLimits(t *testing.T) {
 	want := server.Limits{ReadTimeout: 2 * time.Second, IdleTimeout: 5 * time.Second, MaxConnections: 50, MaxStreams: 7, MaxTenantStreams: 4}
 	if got != want {
 		t.Errorf("limits = %+v, want %+v", got, want)
+	}
+}
+
+// TestServeWebhooks reads runner.yaml's webhooks section, its secret
+// from the variable secret_env names, and refuses a secret missing or
+// not in the whsec_ form.
+func TestServeWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "runner.yaml"),
+		"webhooks:\n  url: https://hooks.example/in\n  secret_env: HOOK_SECRET\n  events: [run.failed, approval.requested]\n")
+	t.Chdir(dir)
+	serve, _, err := newRoot().Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(serve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOOK_SECRET", "")
+	if _, err := cfg.Webhooks.server(); err == nil || !strings.Contains(err.Error(), "HOOK_SECRET, which is not set") {
+		t.Errorf("secret unset: %v", err)
+	}
+	t.Setenv("HOOK_SECRET", "hunter2")
+	if _, err := cfg.Webhooks.server(); err == nil || !strings.Contains(err.Error(), "whsec_") {
+		t.Errorf("secret not whsec_: %v", err)
+	}
+	t.Setenv("HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	w, err := cfg.Webhooks.server()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.URL != "https://hooks.example/in" || len(w.Secret) != 24 || !slices.Equal(w.Events, []string{"run.failed", "approval.requested"}) {
+		t.Errorf("webhooks = %+v", w)
 	}
 }

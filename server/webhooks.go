@@ -1,0 +1,323 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// The events a webhook is told of.
+const (
+	EventApprovalRequested = "approval.requested"
+	EventApprovalDecided   = "approval.decided"
+	EventRunCompleted      = "run.completed"
+	EventRunFailed         = "run.failed"
+)
+
+// WebhookEvents are the events a webhook can subscribe to.
+var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventRunCompleted, EventRunFailed}
+
+// Webhooks is where the server sends its notifications: each event of
+// Events (empty: all of them) to URL, signed with Secret as the Standard
+// Webhooks specification says, from the store's outbox
+// (store.WebhookStore), at least once, retried with exponential backoff
+// and jitter. A run's own webhook URL (the LangGraph run field) is told
+// of its end, signed with the same Secret.
+type Webhooks struct {
+	// URL receives the notifications ("": none but the runs' own).
+	URL string
+	// Secret is the signing key, the bytes a whsec_ secret encodes
+	// (ParseWebhookSecret); without one nothing is sent.
+	Secret []byte
+	// Events filters the notifications sent to URL.
+	Events []string
+	// Every is how often the outbox is looked at (default 1s); Backoff
+	// the wait before the first retry, doubled each time up to an hour
+	// (default 5s); Attempts how many are made before a delivery is
+	// given up (default 12).
+	Every    time.Duration
+	Backoff  time.Duration
+	Attempts int
+}
+
+// The hooks a delivery is made for: the configured URL, or a run's own.
+const (
+	hookConfigured = "webhooks"
+	hookRun        = "run"
+)
+
+// Outbox dispatch: a claim lapses after claimTTL (an attempt takes at
+// most postTimeout); claimBatch deliveries are claimed at a time and
+// posted by postWorkers at once.
+const (
+	claimTTL    = time.Minute
+	postTimeout = 15 * time.Second
+	claimBatch  = 64
+	postWorkers = 8
+	maxBackoff  = time.Hour
+)
+
+// ParseWebhookSecret decodes a Standard Webhooks secret: whsec_ followed
+// by the key in base64.
+func ParseWebhookSecret(s string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(s, "whsec_")
+	if !ok {
+		return nil, errors.New("a webhook secret starts with whsec_ (whsec_ then the key in base64)")
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) < 24 {
+		return nil, errors.New("a webhook secret is whsec_ then at least 24 random bytes in base64")
+	}
+	return key, nil
+}
+
+// SignWebhook is the webhook-signature of a message: v1, then the base64
+// HMAC-SHA256, keyed with secret, of "id.timestamp.body".
+func SignWebhook(secret []byte, id string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// check fills in cfg's defaults and checks its events.
+func (cfg *Webhooks) check() error {
+	for _, ev := range cfg.Events {
+		if !slices.Contains(WebhookEvents, ev) {
+			return fmt.Errorf("server: webhooks: no event %q; the events are %s", ev, strings.Join(WebhookEvents, ", "))
+		}
+	}
+	if cfg.URL != "" && len(cfg.Secret) == 0 {
+		return errors.New("server: webhooks: a URL without a secret; name the variable that holds it (secret_env)")
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 5 * time.Second
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 12
+	}
+	return nil
+}
+
+// notify enqueues event, with data, for the configured URL when it wants
+// the event, and for url (a run's own, "" for none).
+func (s *Server) notify(tenant, event string, data map[string]any, url string) {
+	cfg := s.cfg.Webhooks
+	if s.hooks == nil || len(cfg.Secret) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	body, err := json.Marshal(map[string]any{"type": event, "timestamp": now.Format(time.RFC3339Nano), "data": data})
+	if err != nil {
+		s.cfg.Log.Error("webhook body", "event", event, "err", err)
+		return
+	}
+	var ds []*store.Delivery
+	add := func(hook, url string) {
+		ds = append(ds, &store.Delivery{ID: "msg_" + uuid.NewString(), Tenant: tenant, Hook: hook, Event: event, URL: url,
+			Body: body, Status: store.DeliveryPending, NextAt: now, CreatedAt: now, UpdatedAt: now})
+	}
+	if cfg.URL != "" && (len(cfg.Events) == 0 || slices.Contains(cfg.Events, event)) {
+		add(hookConfigured, cfg.URL)
+	}
+	if url != "" {
+		add(hookRun, url)
+	}
+	if len(ds) == 0 {
+		return
+	}
+	if err := s.hooks.Enqueue(context.WithoutCancel(s.ctx), ds...); err != nil {
+		s.cfg.Log.Error("webhook not enqueued", "event", event, "tenant", tenant, "err", err)
+	}
+}
+
+// hookWatch enqueues the notifications of one run: the approvals it
+// opens and decides, and its end.
+type hookWatch struct {
+	s *Server
+	l *liveRun
+}
+
+func (h hookWatch) event(ev runner.Event) {
+	switch ev.Type {
+	case runner.EventInterrupt:
+		intr, _ := ev.Data.(*runner.Interrupt)
+		if intr == nil || ev.Thread != h.l.rec.Thread {
+			return
+		}
+		data := h.runData()
+		data["interrupts"] = interruptList(intr)
+		if id, ok := intr.Payload["approval_id"]; ok {
+			data["approval_id"] = id
+		}
+		h.s.notify(h.l.rec.Tenant, EventApprovalRequested, data, "")
+	case runner.EventRule:
+		d, _ := ev.Data.(map[string]any)
+		if d["action"] != "decision" {
+			return
+		}
+		data := h.runData()
+		data["node"], data["decision"] = ev.Node, d
+		h.s.notify(h.l.rec.Tenant, EventApprovalDecided, data, "")
+	}
+}
+
+func (h hookWatch) end(e runEnd) {
+	event := EventRunFailed
+	switch e.status {
+	case store.RunSuccess:
+		event = EventRunCompleted
+	case store.RunError, store.RunTimeout:
+	default: // interrupted: an approval, or a stop, is not an end
+		return
+	}
+	data := h.runData()
+	data["status"] = e.status
+	if e.err != "" {
+		data["error"] = e.err
+	}
+	url := ""
+	if h.l.q != nil {
+		url = h.l.q.Webhook
+	}
+	h.s.notify(h.l.rec.Tenant, event, data, url)
+}
+
+// runData is what every notification of the run says of it.
+func (h hookWatch) runData() map[string]any {
+	r := h.l.rec
+	return map[string]any{"run_id": r.ID, "thread_id": access.ThreadID(r.Thread), "assistant_id": AssistantID(r.Assistant)}
+}
+
+// deliverAll sends the outbox's due deliveries every Webhooks.Every until
+// the server stops.
+func (s *Server) deliverAll() {
+	defer close(s.delivered)
+	if s.hooks == nil || len(s.cfg.Webhooks.Secret) == 0 {
+		return
+	}
+	t := time.NewTicker(s.cfg.Webhooks.Every)
+	defer t.Stop()
+	for {
+		for s.deliverDue() {
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// deliverDue claims a batch of due deliveries and attempts each, and
+// reports whether it found a full batch (more may be due).
+func (s *Server) deliverDue() bool {
+	ds, err := s.hooks.Claim(s.ctx, time.Now(), claimTTL, claimBatch)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.cfg.Log.Error("webhook outbox", "err", err)
+		}
+		return false
+	}
+	work := make(chan *store.Delivery)
+	var wg sync.WaitGroup
+	for range min(postWorkers, len(ds)) {
+		wg.Go(func() {
+			for d := range work {
+				s.attempt(d)
+			}
+		})
+	}
+	for _, d := range ds {
+		work <- d
+	}
+	close(work)
+	wg.Wait()
+	return len(ds) == claimBatch && s.ctx.Err() == nil
+}
+
+// attempt posts d and settles how it went: delivered on a 2xx, else
+// retried after a backoff, or failed after its last attempt. An attempt
+// the server's stop cut short is due again at once, not counted.
+func (s *Server) attempt(d *store.Delivery) {
+	status, err := s.post(d)
+	ctx := context.WithoutCancel(s.ctx)
+	now := time.Now().UTC()
+	d.UpdatedAt, d.NextAt = now, now
+	switch {
+	case err == nil && status/100 == 2:
+		d.Attempts++
+		d.Status, d.LastStatus, d.LastError = store.DeliveryDelivered, status, ""
+	case s.ctx.Err() != nil:
+	default:
+		d.Attempts++
+		d.LastStatus, d.LastError = status, ""
+		if err != nil {
+			d.LastError = err.Error()
+		} else {
+			d.LastError = http.StatusText(status)
+		}
+		if d.Attempts >= s.cfg.Webhooks.Attempts {
+			d.Status = store.DeliveryFailed
+		} else {
+			d.NextAt = now.Add(backoff(s.cfg.Webhooks.Backoff, d.Attempts))
+		}
+	}
+	if err := s.hooks.Settle(ctx, d); err != nil {
+		s.cfg.Log.Error("webhook delivery not settled", "delivery", d.ID, "err", err)
+	}
+}
+
+// backoff is the wait after the attempts-th failed attempt: base doubled
+// each time, at most maxBackoff, less a random jitter of up to a half.
+func backoff(base time.Duration, attempts int) time.Duration {
+	d := base << min(attempts-1, 20)
+	if d <= 0 || d > maxBackoff {
+		d = maxBackoff
+	}
+	return d - rand.N(d/2+1)
+}
+
+// post sends d signed and returns the receiver's status.
+func (s *Server) post(d *store.Delivery) (int, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, postTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
+	if err != nil {
+		return 0, err
+	}
+	ts := time.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", d.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", SignWebhook(s.cfg.Webhooks.Secret, d.ID, ts, d.Body))
+	resp, err := s.hookClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection is reused
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,281 @@
+package server_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
+	"github.com/runner-dev/runner/runner/store/sqlite"
+	"github.com/runner-dev/runner/server"
+)
+
+// hookSecret is the test's Standard Webhooks secret.
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// verify checks a webhook request as the Standard Webhooks specification
+// says a receiver must, written from the specification: the signed
+// content is "id.timestamp.body", HMAC-SHA256 keyed with the base64 key
+// after whsec_, and webhook-signature lists space-separated "v1,<base64>"
+// signatures, one of which must match; the timestamp must be recent.
+func verify(secret string, h http.Header, body []byte) error {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return err
+	}
+	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || id == "" {
+		return fmt.Errorf("webhook-id %q, webhook-timestamp %q", id, ts)
+	}
+	if d := time.Since(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return fmt.Errorf("timestamp %s is %s off", ts, d)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	want := mac.Sum(nil)
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		v, b64, _ := strings.Cut(sig, ",")
+		got, err := base64.StdEncoding.DecodeString(b64)
+		if v == "v1" && err == nil && hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no signature of %q matches", h.Get("webhook-signature"))
+}
+
+// receiver is a webhook endpoint that verifies what it gets, keeping
+// each message by webhook-id; it can be stopped and started again on
+// its address.
+type receiver struct {
+	t    *testing.T
+	addr string
+	hs   *httptest.Server
+	mu   sync.Mutex
+	got  map[string]map[string]any // webhook-id → the message
+	hits int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{t: t, got: map[string]map[string]any{}}
+	r.start()
+	r.addr = r.hs.Listener.Addr().String()
+	t.Cleanup(func() { r.hs.Close() })
+	return r
+}
+
+func (r *receiver) start() {
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if err := verify(hookSecret, req.Header, body); err != nil {
+			r.t.Errorf("webhook %s: %v", req.Header.Get("webhook-id"), err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			r.t.Errorf("webhook body %s: %v", body, err)
+		}
+		r.mu.Lock()
+		r.got[req.Header.Get("webhook-id")] = m
+		r.hits++
+		r.mu.Unlock()
+	}))
+	if r.addr != "" {
+		l, err := net.Listen("tcp", r.addr)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		hs.Listener.Close()
+		hs.Listener = l
+	}
+	hs.Start()
+	r.hs = hs
+}
+
+func (r *receiver) url() string { return "http://" + r.addr + "/hooks" }
+
+// count is how many distinct messages arrived, and how many requests.
+func (r *receiver) count() (distinct, hits int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got), r.hits
+}
+
+// waitFor waits until n distinct messages arrived.
+func (r *receiver) waitFor(n int, within time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, _ := r.count()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the receiver got %d messages of %d within %s", got, n, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// events lists the types of the messages received.
+func (r *receiver) events() map[string][]map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]map[string]any{}
+	for _, m := range r.got {
+		out[m["type"].(string)] = append(out[m["type"].(string)], m)
+	}
+	return out
+}
+
+// hooksTo configures the test's webhook to url, retried quickly.
+func hooksTo(url string) func(*server.Config) {
+	return func(c *server.Config) {
+		key, err := server.ParseWebhookSecret(hookSecret)
+		if err != nil {
+			panic(err)
+		}
+		c.Webhooks = server.Webhooks{URL: url, Secret: key, Every: 10 * time.Millisecond, Backoff: 20 * time.Millisecond, Attempts: 1000}
+	}
+}
+
+// TestWebhooksBurst: of a burst of notifications, during which the
+// receiver is stopped and started again and the server is stopped and
+// another started on its store, the receiver gets every one at least
+// once, each with a valid Standard Webhooks signature, and the outbox
+// records each delivered.
+func TestWebhooksBurst(t *testing.T) {
+	const n = 1000
+	rcv := newReceiver(t)
+	db := filepath.Join(t.TempDir(), "state.db")
+	open := func() (*server.Server, store.Store) {
+		st, err := sqlite.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := server.Config{Store: st, Graphs: map[string]*runner.Graph{}, Keys: access.Keys{access.HashKey(testKey): {Tenant: "acme"}}}
+		hooksTo(rcv.url())(&cfg)
+		s, err := server.New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, st
+	}
+	stop := func(s *server.Server, st store.Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		st.Close()
+	}
+	s, st := open()
+	for i := range n {
+		switch i {
+		case n / 4: // the receiver stops once it has some
+			rcv.waitFor(1, 10*time.Second)
+			rcv.hs.Close()
+		case n / 2: // the server stops too, and another takes over its store
+			stop(s, st)
+			s, st = open()
+		case 3 * n / 4:
+			rcv.start()
+		}
+		s.Notify("acme", server.EventRunCompleted, map[string]any{"i": i})
+	}
+	rcv.waitFor(n, 60*time.Second)
+	distinct, hits := rcv.count()
+	t.Logf("%d notifications, %d requests", distinct, hits)
+	seen := map[float64]bool{}
+	for _, m := range rcv.events()[server.EventRunCompleted] {
+		seen[m["data"].(map[string]any)["i"].(float64)] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct notifications, want %d", len(seen), n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds, err := st.(store.WebhookStore).Deliveries(context.Background(), store.DeliveryQuery{Tenant: "acme", Status: store.DeliveryDelivered})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == n {
+			retried := 0
+			for _, d := range ds {
+				if d.Attempts > 1 {
+					retried++
+				}
+			}
+			if retried == 0 {
+				t.Fatal("no delivery was retried: the receiver's stop came after the burst")
+			}
+			t.Logf("%d deliveries retried", retried)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox has %d deliveries delivered, want %d", len(ds), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop(s, st)
+}
+
+// TestWebhooksOfRuns: a run that completes, one that fails, and an
+// approval requested and decided each notify the webhook, with the run's
+// ids; a webhook filtered to run.failed gets that alone.
+func TestWebhooksOfRuns(t *testing.T) {
+	rcv := newReceiver(t)
+	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}), hooksTo(rcv.url()))
+	e.call("POST", "/threads", map[string]any{"thread_id": "ok"}, 200)
+	e.call("POST", "/threads/ok/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "bad"}, 200)
+	e.call("POST", "/threads/bad/runs/wait", map[string]any{"assistant_id": "fail"}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "conv"}, 200)
+	e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}}}, 200)
+	e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37",
+		"command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}}, 200)
+	rcv.waitFor(5, 10*time.Second) // completed twice (steps, the approved run), failed, requested, decided
+	got := rcv.events()
+	for ev, want := range map[string]int{server.EventRunCompleted: 2, server.EventRunFailed: 1,
+		server.EventApprovalRequested: 1, server.EventApprovalDecided: 1} {
+		if len(got[ev]) != want {
+			t.Errorf("%s: %d messages, want %d: %v", ev, len(got[ev]), want, got[ev])
+		}
+	}
+	failed := got[server.EventRunFailed][0]["data"].(map[string]any)
+	if failed["thread_id"] != "bad" || failed["status"] != "error" || failed["error"] == "" {
+		t.Errorf("run.failed says %v", failed)
+	}
+	asked := got[server.EventApprovalRequested][0]["data"].(map[string]any)
+	if asked["thread_id"] != "conv" || asked["approval_id"] == nil || asked["interrupts"] == nil {
+		t.Errorf("approval.requested says %v", asked)
+	}
+
+	only := newReceiver(t)
+	f := newEnv(t, hooksTo(only.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventRunFailed} })
+	f.call("POST", "/threads", map[string]any{"thread_id": "ok"}, 200)
+	f.call("POST", "/threads/ok/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
+	f.call("POST", "/threads", map[string]any{"thread_id": "bad"}, 200)
+	f.call("POST", "/threads/bad/runs/wait", map[string]any{"assistant_id": "fail"}, 200)
+	only.waitFor(1, 10*time.Second)
+	time.Sleep(100 * time.Millisecond) // ten dispatch intervals: anything else would have come
+	if ev := only.events(); len(ev[server.EventRunFailed]) != 1 || len(ev) != 1 {
+		t.Errorf("a webhook for run.failed got %v", ev)
+	}
+}
