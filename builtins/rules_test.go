@@ -569,6 +569,29 @@ func TestRuleActions(t *testing.T) {
 			t.Errorf("expired call's message %q", msg)
 		}
 	})
+	t.Run("a resume to expire takes no verdict", func(t *testing.T) {
+		g, cnt := gateRig(t, askToCreate)
+		clk := &fixedClock{at: time.Now()}
+		e := engine(t)
+		e.Clock = clk
+		paused(t, e, g, cnt)
+		expire := runner.ResumeOptions{Expire: true, Value: map[string]any{"approved": true}} // the value is ignored
+		res, err := e.Resume(context.Background(), g, "t1", expire)
+		if err != nil || res.Status != runner.StatusInterrupted || cnt.calls() != 0 {
+			t.Fatalf("before its expiry: %v %+v; the call ran %d times", err, res, cnt.calls())
+		}
+		clk.at = clk.at.Add(25 * time.Hour)
+		res, err = e.Resume(context.Background(), g, "t1", expire)
+		if err != nil || res.Status != runner.StatusCompleted || cnt.calls() != 0 {
+			t.Fatalf("after its expiry: %v %+v; the call ran %d times", err, res, cnt.calls())
+		}
+		if msg := toolMessages(res)["c2"]; !strings.Contains(msg, "no decision before") {
+			t.Errorf("expired call's message %q", msg)
+		}
+		if _, err := e.Resume(context.Background(), g, "t1", expire); err == nil {
+			t.Error("expiring a completed thread: no error")
+		}
+	})
 }
 
 // pendingExpiry reads the expiry of the thread's pending approval from its newest

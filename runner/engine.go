@@ -192,6 +192,11 @@ type ResumeOptions struct {
 	Value any
 	// Force resumes under changed definitions.
 	Force bool
+	// Expire resumes a thread paused by an approval gate without a
+	// verdict (Value is ignored): the gates whose expiry has passed take
+	// their on_expire decision and the run goes on; the others pause
+	// again. The approval sweep resumes so.
+	Expire bool
 	RunOptions
 }
 
@@ -232,6 +237,12 @@ func (e *Engine) Resume(ctx context.Context, g *Graph, thread string, opt Resume
 	r.lease = h
 	if err := r.staticInterrupts(opt.RunOptions); err != nil {
 		return nil, err
+	}
+	if opt.Expire {
+		if intr := pendingInterrupt(last); last.Status != StatusInterrupted || intr == nil || intr.Rule == "" {
+			return nil, fmt.Errorf("%w: thread %s waits on no approval gate: there is nothing to expire", ErrInvalidResume, thread)
+		}
+		r.expireOnly, opt.Value = true, nil
 	}
 	opt.Value = NormalizeJSON(opt.Value)
 	var resume *delivery

@@ -498,11 +498,12 @@ func (r *Run) decideAfter(c *toolCall) (ToolOutcome, error) {
 }
 
 // takeVerdict returns the resume value when this run resumed the gate
-// that paused exactly these calls; it is taken once.
+// that paused exactly these calls; it is taken once. A run resumed only
+// to expire gates has none.
 func (r *Run) takeVerdict(ids []string) (any, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.in.Resumed || r.verdictTaken || !slices.Equal(ids, r.awaiting) {
+	if r.expireOnly || !r.in.Resumed || r.verdictTaken || !slices.Equal(ids, r.awaiting) {
 		return nil, false
 	}
 	r.verdictTaken = true

@@ -74,9 +74,11 @@ type Run struct {
 	calls        map[string]*callEntry
 	awaiting     []string // the calls the resumed gate decides
 	verdictTaken bool
-	midStep      bool           // the step resumed with a journal: it had begun
-	asked        map[string]int // the call ids the node's attempt asked for (see unique)
-	models       int            // the model calls it asked for
+	// expireOnly: the run resumed without a verdict (ResumeOptions.Expire).
+	expireOnly bool
+	midStep    bool           // the step resumed with a journal: it had begun
+	asked      map[string]int // the call ids the node's attempt asked for (see unique)
+	models     int            // the model calls it asked for
 	// audit are the gate events the next checkpoint appends to the
 	// audit ledger (audit.go); runID names the run in them.
 	audit []*store.AuditRecord

@@ -67,7 +67,7 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 		_, err = g.CheckValues(q.input)
 		err = inputProblem(err, "input")
 	}
-	if err == nil && mode == modeResume { // so must a verdict: a refused one is a 422, and the run is not made
+	if err == nil && mode == modeResume && !q.expire { // so must a verdict: a refused one is a 422, and the run is not made
 		err = runner.CheckResume(g, ts, q.resume, q.opts.As)
 	}
 	return p, err
@@ -78,7 +78,7 @@ func (s *Server) plan(ctx context.Context, g *runner.Graph, thread string, q *ru
 func planMode(thread string, q *runRequest, ts *runner.ThreadState) (int, error) {
 	static := ts != nil && ts.Interrupt != nil && (ts.Interrupt.Kind == runner.KindBefore || ts.Interrupt.Kind == runner.KindAfter)
 	switch {
-	case q.resuming():
+	case q.resuming() || q.expire:
 		if ts == nil || ts.Status != runner.StatusInterrupted {
 			return 0, problemf(http.StatusConflict, "thread %s is not waiting on an interrupt (it is %s): there is nothing to resume; an interrupt takes one resume",
 				access.ThreadID(thread), statusOr(ts, "new")).as(typeNotInterrupted)
@@ -234,7 +234,7 @@ func (s *Server) drive(ctx context.Context, e *runner.Engine, g *runner.Graph, l
 		opts.New = p.from == 0 // the plan read no checkpoint: the run need not read again
 		return e.RunWith(ctx, g, thread, input, opts)
 	}
-	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, RunOptions: opts})
+	return e.Resume(ctx, g, thread, runner.ResumeOptions{Value: q.resume, Expire: q.expire, RunOptions: opts})
 }
 
 // goOn continues a run taken over from a server that stopped after it

@@ -241,6 +241,7 @@ func (s *Server) request(ctx context.Context, rec *store.RunRecord, g *runner.Gr
 		return nil, err
 	}
 	q := kept.runRequest
+	q.expire = kept.Expire
 	if err := q.read(); err != nil {
 		return nil, err
 	}

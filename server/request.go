@@ -50,6 +50,7 @@ type runRequest struct {
 
 	input  map[string]any // decoded, in runner's message form
 	resume any            // command.resume, decoded
+	expire bool           // resume without a verdict, to expire gates (expiry.go)
 	update map[string]any // command.update, decoded, in runner's message form
 	goTo   string         // command.goto: the node the thread continues at
 	modes  []string
@@ -62,6 +63,8 @@ type runRequest struct {
 type keptRequest struct {
 	*runRequest
 	As access.Principal `json:"as"`
+	// Expire marks a run the approval sweep started (expiry.go).
+	Expire bool `json:"expire,omitempty"`
 }
 
 // Stream modes runner produces.

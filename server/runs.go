@@ -59,7 +59,7 @@ func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun
 		}
 	}
 	key := threadKey(ctx, thread)
-	kwargs, _ := json.Marshal(keptRequest{q, q.opts.As})
+	kwargs, _ := json.Marshal(keptRequest{runRequest: q, As: q.opts.As})
 	meta, _ := json.Marshal(orMap(q.Metadata))
 	status := store.RunPending
 	if !s.busy(key) { // it starts at once, unless admit finds the thread busy after all

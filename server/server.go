@@ -52,6 +52,10 @@ type Config struct {
 	// applies Retention to every thread of the store, those that never
 	// run again too (0: no sweep; see retention.go).
 	RetentionEvery time.Duration
+	// ApprovalsEvery is the interval of the approval sweep, which applies
+	// on_expire to pending approvals past their expiry (default
+	// DefaultApprovalsEvery; see expiry.go).
+	ApprovalsEvery time.Duration
 	// Keys maps the hex SHA-256 hash of each API key to the principal it
 	// identifies (access.ParseKeys reads a keys file).
 	Keys access.Keys
@@ -120,7 +124,9 @@ type Server struct {
 	owner  string        // the server as the owner of the leases it reclaims runs under
 	swept  chan struct{} // closed when the sweep of ghost runs (reclaim.go) has stopped
 	// retained is closed when the retention sweep has stopped
-	retained  chan struct{}
+	retained chan struct{}
+	// expired is closed when the approval sweep has stopped
+	expired   chan struct{}
 	retention *retentionMetrics
 	scheduled chan struct{} // closed when the cron scheduler has stopped
 	// hooks is the webhook outbox (nil when the store keeps none);
@@ -206,7 +212,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
 		owner: reclaimerOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
-		retained: make(chan struct{}), scheduled: make(chan struct{}), delivered: make(chan struct{}),
+		retained: make(chan struct{}), expired: make(chan struct{}), scheduled: make(chan struct{}), delivered: make(chan struct{}),
 		hookClient: &http.Client{Timeout: postTimeout}}
 	s.hooks, _ = cfg.Store.(store.WebhookStore)
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
@@ -231,6 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	go s.sweep()
 	go s.retainAll()
+	go s.expireAll()
 	go s.schedule()
 	go s.deliverAll()
 	s.table = s.endpoints()
@@ -266,6 +273,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	s.cancel()
 	<-s.swept
 	<-s.retained
+	<-s.expired
 	<-s.scheduled
 	<-s.delivered
 	s.dropQueued()

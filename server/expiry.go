@@ -1,0 +1,118 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/store"
+)
+
+// An approval nobody answers takes its rule's on_expire decision when
+// its expiry passes, with no client request: every Config.ApprovalsEvery
+// the server looks for pending approvals past their expiry and resumes
+// each one's thread without a verdict (runner.ResumeOptions.Expire), in
+// a run of the thread like any other, which applies on_expire. The run is
+// made under the thread's lease, and only when no run of the thread is
+// pending or running: a run resuming the thread already (a reviewer's, or
+// another replica's sweep) wins, and the sweep leaves the thread alone.
+// A gate inside a subgraph (a child thread's) is not swept yet.
+
+// DefaultApprovalsEvery is the interval of the approval sweep when
+// Config.ApprovalsEvery is zero.
+const DefaultApprovalsEvery = 30 * time.Second
+
+// expireAll sweeps the approvals past their expiry every
+// Config.ApprovalsEvery until the server shuts down; it does nothing when
+// the store keeps no approvals.
+func (s *Server) expireAll() {
+	defer close(s.expired)
+	if _, ok := s.cfg.Store.(store.ApprovalStore); !ok {
+		return
+	}
+	s.every(cmp.Or(s.cfg.ApprovalsEvery, DefaultApprovalsEvery), func() {
+		if n, err := s.expireDue(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.cfg.Log.Warn("approval sweep", "expiring", n, "err", err)
+		}
+	})
+}
+
+// expireDue starts a run to expire each thread with a pending approval
+// past its expiry, and returns how many it started; the error is the
+// first that kept one from starting (the others are tried still).
+func (s *Server) expireDue(ctx context.Context) (int, error) {
+	as, err := s.approvals()
+	if err != nil {
+		return 0, err
+	}
+	due, err := as.Approvals(ctx, store.ApprovalQuery{AllTenants: true, Status: store.ApprovalPending,
+		ExpiresBefore: time.Now(), Oldest: true})
+	if err != nil {
+		return 0, fmt.Errorf("server: looking for expired approvals: %w", err)
+	}
+	n, seen := 0, map[string]bool{}
+	var first error
+	for _, a := range due {
+		if seen[a.Thread] || a.Thread != access.Root(a.Thread) || s.cfg.Graphs[a.Agent] == nil {
+			continue // one run a thread; a child's gate; a graph another server serves
+		}
+		seen[a.Thread] = true
+		start, err := s.expireRun(ctx, a)
+		if err != nil {
+			first = cmp.Or(first, err)
+		} else if start != nil {
+			start()
+			n++
+		}
+	}
+	return n, first
+}
+
+// expireRun makes, under the lease of a's thread, the run that expires
+// a, unless a is no longer pending or a run of the thread is pending or
+// running; it returns what starts the run, to be called once the lease
+// is released (nil: no run was made).
+func (s *Server) expireRun(ctx context.Context, a *store.Approval) (func(), error) {
+	lease, err := s.cfg.Store.Acquire(ctx, a.Thread, s.owner, s.leaseTTL())
+	if errors.Is(err, store.ErrLeased) { // a run holds the thread: it resumes it
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("server: expiring approval %s: %w", a.ID, err)
+	}
+	defer func() { _ = s.cfg.Store.Release(context.WithoutCancel(ctx), lease) }()
+	if cur, err := s.cfg.Store.(store.ApprovalStore).Approval(ctx, a.ID); err != nil || cur.Status != store.ApprovalPending {
+		return nil, err
+	}
+	if busy, err := s.firstUnended(ctx, &store.RunRecord{Thread: a.Thread}); err != nil || busy != nil {
+		return nil, err
+	}
+	as := access.Principal{Tenant: a.Tenant}
+	q := &runRequest{AssistantID: a.Agent, expire: true, opts: runner.RunOptions{As: as}}
+	if err := q.read(); err != nil {
+		return nil, err
+	}
+	if _, err := s.prepare(access.NewContext(ctx, as), q); err != nil {
+		return nil, fmt.Errorf("server: expiring approval %s: %w", a.ID, err)
+	}
+	kwargs, _ := json.Marshal(keptRequest{runRequest: q, As: as, Expire: true})
+	rec := &store.RunRecord{ID: uuid.Must(uuid.NewV7()).String(), Thread: a.Thread, Tenant: a.Tenant, Assistant: a.Agent,
+		Status: store.RunPending, MultitaskStrategy: q.MultitaskStrategy, Kwargs: kwargs, Metadata: json.RawMessage(`{}`)}
+	rec, _, err = s.runs.CreateRun(ctx, rec, nil)
+	if err != nil {
+		return nil, fmt.Errorf("server: expiring approval %s: %w", a.ID, err)
+	}
+	meta := map[string]any{"run_id": rec.ID, "thread_id": access.ThreadID(rec.Thread), "attempt": 1}
+	if _, err := s.runs.AppendEvents(ctx, rec.ID, s.add(nil, rec.ID, "metadata", meta)); err != nil {
+		return nil, fmt.Errorf("server: expiring approval %s: %w", a.ID, err)
+	}
+	s.cfg.Log.Info("approval expired: resuming its thread", "approval", a.ID, "thread", a.Thread, "run", rec.ID)
+	l := newLiveRun(s.ctx, rec, q, s.cfg.Graphs[a.Agent], false)
+	return func() { s.resume(l) }, nil
+}
