@@ -11,60 +11,15 @@ import (
 	"github.com/runner-dev/runner/server"
 )
 
-// expiringSrc is a payout whose gate expires a second after it opens,
-// rejecting the call.
-const expiringSrc = `apiVersion: runner/v1
-kind: Pipeline
-metadata: {name: payout}
-state:
-  amount: {type: integer}
-  records: {type: array, reducer: append}
-start: pay
-nodes:
-  pay:
-    type: tool
-    with: {tool: pay, args: {amount: state.amount}, record: records}
-    next: END
----
-apiVersion: runner/v1
-kind: Tool
-metadata: {name: pay}
-mutating: true
-parameters: {type: object, properties: {amount: {type: integer}}, required: [amount]}
-expr: '"paid " + string(args.amount)'
----
-apiVersion: runner/v1
-kind: RuleSet
-metadata: {name: payments}
-rules:
-  - key: payments:payout
-    on: before_tool_call
-    when: tool.name == "pay"
-    do:
-      require_hitl: {checkpoint_type: payment, expires: 1s, on_expire: reject}
----
-apiVersion: runner/v1
-kind: Model
-metadata: {name: tiny}
-provider: scripted
----
-apiVersion: runner/v1
-kind: Agent
-metadata: {name: payout}
-pipeline: payout
-model: tiny
-rules: [payments]
-`
-
-// withExpiring serves the expiring payout agent and sweeps approvals
-// every 100 ms.
+// withExpiring serves the payout agent of the CLI's testdata whose gate
+// expires a second after it opens, and sweeps approvals every 100 ms.
 func withExpiring(t *testing.T) func(*server.Config) {
 	t.Helper()
 	checker, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, diags := dsl.Parse("expiring.yaml", []byte(expiringSrc))
+	docs, diags := dsl.Load("../cmd/runner/testdata/expiring.yaml")
 	proj, more := checker.Check(docs)
 	if all := append(diags, more...); all.HasErrors(false) {
 		t.Fatalf("definitions: %v", all)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +34,11 @@ func newApprovals() *cobra.Command {
 		Args:  cobra.MinimumNArgs(1), RunE: approvalsDecide}
 	decide.Flags().String("value", `{"approved": true}`, "the verdict, as JSON or @FILE")
 	decide.Flags().String("script", "", "answer the resumed run's LLM calls from this file of scripted replies")
-	cmd.AddCommand(list, show, decide)
+	sweep := &cobra.Command{Use: "sweep [TARGET...]",
+		Short: "Apply on_expire to every tenant's pending approvals past their expiry, resuming each thread without a verdict (TARGET: the definitions; default: each approval's agent)",
+		Args:  cobra.ArbitraryArgs, RunE: approvalsSweep}
+	sweep.Flags().String("script", "", "answer the resumed runs' LLM calls from this file of scripted replies")
+	cmd.AddCommand(list, show, decide, sweep)
 	return cmd
 }
 
@@ -160,6 +166,52 @@ func approvalsDecide(cmd *cobra.Command, args []string) error {
 	}
 	if code := run(argv, cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
 		return &exitError{code: code}
+	}
+	return nil
+}
+
+// approvalsSweep resumes, without a verdict (exec --resume --expire), the
+// thread of each pending approval past its expiry, of every tenant: what
+// runner serve's approval sweep does, for deployments without a server.
+// A thread a run holds is left to it (exec is refused as busy, exit 2).
+// It prints a line for each approval, and fails with the first exit code
+// of a resume that neither completed nor paused again.
+func approvalsSweep(cmd *cobra.Command, args []string) error {
+	st, as, err := approvalStore(cmd)
+	if err != nil {
+		return err
+	}
+	due, err := as.Approvals(cmd.Context(), store.ApprovalQuery{AllTenants: true, Status: store.ApprovalPending,
+		ExpiresBefore: time.Now(), Oldest: true})
+	st.Close()
+	if err != nil {
+		return err
+	}
+	f := cmd.Flags()
+	dsn, _ := f.GetString("store")
+	script, _ := f.GetString("script")
+	failed, seen := 0, map[string]bool{}
+	for _, a := range due {
+		if seen[a.Thread] || a.Thread != access.Root(a.Thread) {
+			continue // one resume a thread; a child's gate expires with its parent's resume
+		}
+		seen[a.Thread] = true
+		target := args
+		if len(target) == 0 {
+			target = []string{a.Agent}
+		}
+		argv := append(append([]string{"exec"}, target...), "--store", dsn, "--resume", a.Thread, "--expire")
+		if script != "" {
+			argv = append(argv, "--script", script)
+		}
+		code := run(argv, io.Discard, cmd.ErrOrStderr())
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\texit %d\n", a.ID, access.ThreadID(a.Thread), a.Rule, code)
+		if code != 0 && code != exitPaused && failed == 0 {
+			failed = code
+		}
+	}
+	if failed != 0 {
+		return &exitError{code: failed}
 	}
 	return nil
 }

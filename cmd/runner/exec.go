@@ -67,6 +67,7 @@ THREAD). See "Exit codes" in docs/cli.md.`,
 	f.String("resume", "", "resume THREAD (of --tenant's threads, or /TENANT/ID) from its newest checkpoint")
 	f.String("value", "", "with --resume: the value for the interrupted node, as JSON or @FILE")
 	f.Bool("force", false, "with --resume: continue under changed definitions")
+	f.Bool("expire", false, "with --resume: resume without a verdict, only to apply on_expire to expired approval gates")
 	f.String("output", outputValue, `what stdout carries: "value" (the declared output, on success only) or "json" ({status, thread, output, interrupt, error, usage, next} on every exit)`)
 	f.Bool("events", false, "print every event as a JSON line on stdout (instead of --output)")
 	f.BoolP("verbose", "v", false, "print each node's progress on stderr even when it is not a terminal")
@@ -134,8 +135,8 @@ func runInput(cmd *cobra.Command, t *target) (map[string]any, error) {
 	if f.Changed("resume") {
 		return nil, nil
 	}
-	if f.Changed("value") || f.Changed("force") {
-		return nil, usageErr(errors.New("--value and --force go with --resume THREAD"))
+	if f.Changed("value") || f.Changed("force") || f.Changed("expire") {
+		return nil, usageErr(errors.New("--value, --force and --expire go with --resume THREAD"))
 	}
 	in, err := jsonFlag(cmd, "input")
 	if err != nil {
@@ -162,11 +163,12 @@ func execute(ctx context.Context, cmd *cobra.Command, e *runner.Engine, t *targe
 			return nil, usageErr(err)
 		}
 		force, _ := f.GetBool("force")
+		expire, _ := f.GetBool("expire")
 		opt, err := runOptions(cmd, tenant)
 		if err != nil {
 			return nil, err
 		}
-		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, RunOptions: opt})
+		return e.Resume(ctx, t.graph, thread, runner.ResumeOptions{Value: value, Force: force, Expire: expire, RunOptions: opt})
 	}
 	thread, _ := f.GetString("thread")
 	if thread == "" {
