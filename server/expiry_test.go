@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runner-dev/runner/builtins"
-	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner/store"
 	"github.com/runner-dev/runner/server"
 )
@@ -14,21 +12,7 @@ import (
 // withExpiring serves the payout agent of the CLI's testdata whose gate
 // expires a second after it opens, and sweeps approvals every 100 ms.
 func withExpiring(t *testing.T) func(*server.Config) {
-	t.Helper()
-	checker, err := dsl.NewChecker(builtins.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, diags := dsl.Load("../cmd/runner/testdata/expiring.yaml")
-	proj, more := checker.Check(docs)
-	if all := append(diags, more...); all.HasErrors(false) {
-		t.Fatalf("definitions: %v", all)
-	}
-	agent := proj.Agents["payout"]
-	g, err := checker.Compile(proj, agent.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Agent: agent})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := payoutAgent(t, "../cmd/runner/testdata/expiring.yaml")
 	return func(c *server.Config) {
 		c.Graphs["payout"] = g
 		c.ApprovalsEvery = 100 * time.Millisecond

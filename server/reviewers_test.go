@@ -8,21 +8,19 @@ import (
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/server"
 )
 
-// withPayout serves the payout agent of the CLI's testdata (a gate with
-// reviewers by amount, a quorum of two, the requester kept apart) and
-// keys for principals of tenant acme — alice (cfo), bob (ops-lead), carol and
-// dave (cfo) — and eve (cfo) of tenant other.
-func withPayout(t *testing.T) func(*server.Config) {
+// payoutAgent compiles the payout agent of the definitions in file.
+func payoutAgent(t *testing.T, file string) *runner.Graph {
 	t.Helper()
 	checker, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, diags := dsl.Load("../cmd/runner/testdata/payout.yaml")
+	docs, diags := dsl.Load(file)
 	proj, more := checker.Check(docs)
 	if all := append(diags, more...); all.HasErrors(false) {
 		t.Fatalf("definitions: %v", all)
@@ -32,6 +30,15 @@ func withPayout(t *testing.T) func(*server.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// withPayout serves the payout agent of the CLI's testdata (a gate with
+// reviewers by amount, a quorum of two, the requester kept apart) and
+// keys for principals of tenant acme — alice (cfo), bob (ops-lead), carol and
+// dave (cfo) — and eve (cfo) of tenant other.
+func withPayout(t *testing.T) func(*server.Config) {
+	g := payoutAgent(t, "../cmd/runner/testdata/payout.yaml")
 	return func(c *server.Config) {
 		c.Graphs["payout"] = g
 		for _, p := range []access.Principal{{Tenant: "acme", Name: "alice", Roles: []string{"cfo"}}, {Tenant: "acme", Name: "bob", Roles: []string{"ops-lead"}},
