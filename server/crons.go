@@ -248,6 +248,9 @@ func (s *Server) checkRunPayload(ctx context.Context, payload json.RawMessage) e
 	if err != nil {
 		return err
 	}
+	if q.Webhook != "" {
+		return fieldProblem("webhook", "is not supported on crons; configure runner.yaml's webhooks for run.completed and run.failed")
+	}
 	a, err := s.resolve(ctx, q.AssistantID)
 	if err != nil {
 		return err

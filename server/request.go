@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -111,8 +112,8 @@ func (q *runRequest) check() error {
 	rs.enum("on_disconnect", q.OnDisconnect, "cancel", "continue")
 	rs.enum("on_completion", q.OnCompletion, "delete", "keep")
 	rs.enum("durability", q.Durability, runner.DurabilitySync, runner.DurabilityAsync, runner.DurabilityExit)
-	if q.Webhook != "" {
-		rs.add("webhook", "is not supported by runner's runtime")
+	if u, err := url.Parse(q.Webhook); q.Webhook != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		rs.add("webhook", "must be an http or https URL, not %q", q.Webhook)
 	}
 	if q.AfterSeconds < 0 {
 		rs.add("after_seconds", "must not be negative")

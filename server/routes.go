@@ -116,6 +116,7 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "GET /approvals", summary: "List the approvals the caller may decide, pending ones by default", reply: reflect.TypeFor[approvalPage](), handle: s.listApprovals},
 		{pattern: "GET /approvals/{id}", summary: "Get an approval", reply: reflect.TypeFor[approval](), handle: s.getApproval},
 		{pattern: "POST /approvals/{id}/decide", summary: "Decide an approval as the caller's principal and resume its thread", body: object, reply: object, handle: s.decideApproval},
+		{pattern: "GET /webhooks/deliveries", summary: "The tenant's webhook delivery log, newest first (status, limit, after)", reply: reflect.TypeFor[deliveryPage](), handle: s.listDeliveries},
 		{pattern: "GET /audit", summary: "The tenant's audit ledger as JSON Lines, for its auditors (since, verify)", handle: s.exportAudit},
 
 		{pattern: "GET /ok", summary: "Health check", reply: object, open: true, handle: plain(s.ok)},

@@ -321,3 +321,50 @@ func (s *Server) post(d *store.Delivery) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// deliveryPage is a page of the webhook delivery log; Next, when set, is
+// the after of the next page.
+type deliveryPage struct {
+	Deliveries []*store.Delivery `json:"deliveries"`
+	Next       string            `json:"next,omitempty"`
+}
+
+// listDeliveries answers GET /webhooks/deliveries: the caller's tenant's
+// deliveries, newest first, of status when given, limit a page (default
+// 50) after the cursor after.
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
+	if s.hooks == nil {
+		return problemf(http.StatusNotImplemented, "the server's store keeps no webhook outbox: serve with the memory, SQLite or PostgreSQL store")
+	}
+	v := r.URL.Query()
+	q := store.DeliveryQuery{Tenant: principal(r.Context()).Tenant, Status: v.Get("status"), Limit: 50}
+	statuses := []string{store.DeliveryPending, store.DeliveryDelivered, store.DeliveryFailed}
+	if q.Status != "" && !slices.Contains(statuses, q.Status) {
+		return fieldProblem("status", "one of %s, not %q", strings.Join(statuses, ", "), q.Status)
+	}
+	var err error
+	if l := v.Get("limit"); l != "" {
+		if q.Limit, err = strconv.Atoi(l); err != nil || q.Limit < 1 || q.Limit > 1000 {
+			return fieldProblem("limit", "a number of deliveries from 1 to 1000, not %q", l)
+		}
+	}
+	if c := v.Get("after"); c != "" {
+		if q.After, err = parseCursor(c); err != nil {
+			return fieldProblem("after", "the next of a page, not %q", c)
+		}
+	}
+	list, err := s.hooks.Deliveries(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	page := deliveryPage{Deliveries: list}
+	if page.Deliveries == nil {
+		page.Deliveries = []*store.Delivery{}
+	}
+	if len(list) == q.Limit {
+		last := list[len(list)-1]
+		page.Next = fmt.Sprintf("%d_%s", last.CreatedAt.UnixNano(), last.ID)
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}

@@ -267,6 +267,25 @@ func TestWebhooksOfRuns(t *testing.T) {
 		t.Errorf("approval.requested says %v", asked)
 	}
 
+	deadline := time.Now().Add(10 * time.Second) // the receiver has them; the outbox settles them just after
+	for len(e.call("GET", "/webhooks/deliveries?status=delivered", nil, 200)["deliveries"].([]any)) < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	page := e.call("GET", "/webhooks/deliveries?limit=3", nil, 200)
+	first, _ := page["deliveries"].([]any)
+	if len(first) != 3 || page["next"] == nil {
+		t.Fatalf("a page of 3: %v", page)
+	}
+	rest := e.call("GET", "/webhooks/deliveries?after="+page["next"].(string), nil, 200)["deliveries"].([]any)
+	if len(rest) != 2 || rest[0].(map[string]any)["status"] != store.DeliveryDelivered || rest[0].(map[string]any)["attempts"] != 1.0 {
+		t.Fatalf("the next page: %v", rest)
+	}
+	e.raw("GET", "/webhooks/deliveries?status=sent", nil, http.StatusUnprocessableEntity)
+	e.key = otherKey
+	if other := e.call("GET", "/webhooks/deliveries", nil, 200)["deliveries"].([]any); len(other) != 0 {
+		t.Errorf("tenant other sees acme's deliveries: %v", other)
+	}
+
 	only := newReceiver(t)
 	f := newEnv(t, hooksTo(only.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventRunFailed} })
 	f.call("POST", "/threads", map[string]any{"thread_id": "ok"}, 200)
@@ -277,5 +296,32 @@ func TestWebhooksOfRuns(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // ten dispatch intervals: anything else would have come
 	if ev := only.events(); len(ev[server.EventRunFailed]) != 1 || len(ev) != 1 {
 		t.Errorf("a webhook for run.failed got %v", ev)
+	}
+}
+
+// TestRunWebhook: a run's webhook (the LangGraph run field) is told of
+// its end, signed, apart from the configured webhook's events; a webhook
+// that is not an http(s) URL is refused, and so is any on a server
+// without a secret.
+func TestRunWebhook(t *testing.T) {
+	hooks, own := newReceiver(t), newReceiver(t)
+	e := newEnv(t, hooksTo(hooks.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventRunFailed} })
+	e.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
+	e.call("POST", "/threads/t/runs/wait", map[string]any{"assistant_id": "steps", "webhook": own.url()}, 200)
+	own.waitFor(1, 10*time.Second)
+	done := own.events()[server.EventRunCompleted]
+	if len(done) != 1 || done[0]["data"].(map[string]any)["thread_id"] != "t" || done[0]["data"].(map[string]any)["status"] != "success" {
+		t.Fatalf("the run's webhook got %v", own.events())
+	}
+	e.raw("POST", "/threads/t/runs", map[string]any{"assistant_id": "steps", "webhook": "ftp://hooks.example/in"}, http.StatusUnprocessableEntity)
+	time.Sleep(100 * time.Millisecond) // ten dispatch intervals: the configured webhook wants run.failed alone
+	if got, _ := hooks.count(); got != 0 {
+		t.Errorf("the configured webhook got %v", hooks.events())
+	}
+
+	bare := newEnv(t)
+	bare.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
+	if b := bare.raw("POST", "/threads/t/runs", map[string]any{"assistant_id": "steps", "webhook": own.url()}, http.StatusUnprocessableEntity); !strings.Contains(string(b), "secret_env") {
+		t.Errorf("a webhook on a server without a secret: %s", b)
 	}
 }

@@ -80,7 +80,7 @@ func newRoot() *cobra.Command {
 		return usageErr(err)
 	})
 	root.PersistentFlags().String("config", "", "project settings file (default: runner.yaml if present)")
-	root.AddCommand(newInit(), newValidate(), newGraph(), newExec(), newThreads(), newApprovals(), newCrons(), newTest(), newServe(), newMCP(), newKeys(), newAudit())
+	root.AddCommand(newInit(), newValidate(), newGraph(), newExec(), newThreads(), newApprovals(), newCrons(), newTest(), newServe(), newMCP(), newKeys(), newAudit(), newWebhooks())
 	return root
 }
 
