@@ -67,7 +67,11 @@ export async function render(main, { query, signal }) {
     const keep = focused ? focused.dataset.interrupt : null;
     count.textContent = `${shown.length} pending approval${shown.length === 1 ? '' : 's'}${shown.length !== items.length ? ` (of ${items.length})` : ''}`;
     badge(items.length);
-    clear(list, shown.length ? shown.map(({ t, intr }, i) => item(t, intr, i, schemas.get(t.metadata.graph_id) || {}, load)) :
+    // a card whose thread has not changed is kept as it is, so a reload
+    // the stream asks for never closes an edit form or drops a note
+    const cards = new Map([...list.querySelectorAll('.inbox-item')].map(el => [el.dataset.interrupt + ' ' + el.dataset.updated, el]));
+    clear(list, shown.length ? shown.map(({ t, intr }) => cards.get(intr.id + ' ' + t.updated_at) ||
+      item(t, intr, schemas.get(t.metadata.graph_id) || {}, load)) :
       h('p', { class: 'empty', text: 'Nothing waits for a decision.' }));
     const again = keep && list.querySelector(`[data-interrupt="${CSS.escape(keep)}"]`);
     if (again) again.focus();
@@ -99,19 +103,22 @@ export async function render(main, { query, signal }) {
   return () => clearTimeout(pending);
 }
 
+let cardsMade = 0; // numbers each card's element ids, unique while the page lives
+
 // item is one approval: the thread it belongs to, its card, and the last
 // messages of the conversation it came from.
-function item(t, intr, i, tools, reload) {
+function item(t, intr, tools, reload) {
   const g = t.metadata.graph_id;
   const heading = h('h2', {},
     h('a', { href: `#/threads/${enc(t.thread_id)}`, text: g || 'thread' }),
     h('span', { class: 'muted', text: ` · thread ${t.thread_id} · waiting ${ago(t.updated_at).replace(' ago', '')}` }));
-  const card = approvalCard(intr, { tools, heading, idPrefix: `ib${i}`, decide: async body => {
+  const card = approvalCard(intr, { tools, heading, idPrefix: `ib${++cardsMade}`, decide: async body => {
     await decide(t.thread_id, g, intr, body, Object.values(t.interrupts).flat().length > 1);
     setTimeout(reload, 50);
   } });
   card.classList.add('inbox-item');
   card.setAttribute('tabindex', '0');
+  card.dataset.updated = t.updated_at;
   const msgs = (t.values && t.values.messages) || [];
   if (msgs.length) card.append(h('details', { class: 'context' }, h('summary', { text: 'Conversation (last messages)' }), messages(msgs, 3)));
   return card;
