@@ -32,11 +32,7 @@ func RunApprovalStore(t *testing.T, open func(t *testing.T) store.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
-			a, ok := s.(store.ApprovalStore)
-			if !ok {
-				t.Fatalf("%T is not a store.ApprovalStore", s)
-			}
-			tc.run(t, s, a)
+			tc.run(t, s, as[store.ApprovalStore](t, s))
 		})
 	}
 }

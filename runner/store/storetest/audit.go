@@ -30,11 +30,7 @@ func RunAuditStore(t *testing.T, open func(t *testing.T) store.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
-			a, ok := s.(store.AuditStore)
-			if !ok {
-				t.Fatalf("%T is not a store.AuditStore", s)
-			}
-			tc.run(t, s, a)
+			tc.run(t, s, as[store.AuditStore](t, s))
 		})
 	}
 }

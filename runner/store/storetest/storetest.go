@@ -19,6 +19,17 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
+// as is s as the store interface I a suite tests, failing the test when
+// the backend does not implement it.
+func as[I any](t *testing.T, s store.Store) I {
+	t.Helper()
+	i, ok := s.(I)
+	if !ok {
+		t.Fatalf("%T is not a %s", s, reflect.TypeFor[I]())
+	}
+	return i
+}
+
 // Run runs the suite on fresh stores from open, each closed by open's
 // caller (use t.Cleanup).
 func Run(t *testing.T, open func(t *testing.T) store.Store) {

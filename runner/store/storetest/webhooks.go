@@ -28,13 +28,7 @@ func RunWebhookStore(t *testing.T, open func(t *testing.T) store.Store) {
 		{"concurrent claimers take each delivery once", testConcurrentClaims},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			w, ok := open(t).(store.WebhookStore)
-			if !ok {
-				t.Fatal("the store is not a store.WebhookStore")
-			}
-			tc.run(t, w)
-		})
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, as[store.WebhookStore](t, open(t))) })
 	}
 }
 
