@@ -69,10 +69,12 @@ export async function render(main, { query, signal }) {
     badge(items.length);
     // a card whose thread has not changed is kept as it is, so a reload
     // the stream asks for never closes an edit form or drops a note
+    // (and the list is left alone when it would show the same cards)
     const cards = new Map([...list.querySelectorAll('.inbox-item')].map(el => [el.dataset.interrupt + ' ' + el.dataset.updated, el]));
-    clear(list, shown.length ? shown.map(({ t, intr }) => cards.get(intr.id + ' ' + t.updated_at) ||
-      item(t, intr, schemas.get(t.metadata.graph_id) || {}, load)) :
-      h('p', { class: 'empty', text: 'Nothing waits for a decision.' }));
+    const next = shown.map(({ t, intr }) => cards.get(intr.id + ' ' + t.updated_at) ||
+      item(t, intr, schemas.get(t.metadata.graph_id) || {}, load));
+    const same = next.length > 0 && next.length === list.children.length && next.every((el, i) => list.children[i] === el);
+    if (!same) clear(list, next.length ? next : h('p', { class: 'empty', text: 'Nothing waits for a decision.' }));
     const again = keep && list.querySelector(`[data-interrupt="${CSS.escape(keep)}"]`);
     if (again) again.focus();
   };
