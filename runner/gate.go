@@ -343,12 +343,18 @@ func (r *Run) approvalOf(calls []*toolCall, status string) *store.Approval {
 	}
 	rec, _ := json.Marshal(map[string]any{"calls": entries, "trigger": first.trigger(), "node": r.in.Node})
 	now := r.clock.Now()
-	a := &store.Approval{ID: uuid.NewSHA1(approvalNS, []byte(r.Thread+"/"+first.ID)).String(), Tenant: r.tenant, Thread: r.Thread,
+	a := &store.Approval{ID: r.approvalID(first.ID), Tenant: r.tenant, Thread: r.Thread,
 		Agent: or(r.agentName(), r.Graph.Name), Rule: first.Rule, Status: status, Reviewers: keys, CreatedAt: now, UpdatedAt: now, Record: rec}
 	if first.Expires != nil {
 		a.ExpiresAt = *first.Expires
 	}
 	return a
+}
+
+// approvalID is the ID of the approval of the thread's gate whose first
+// call is call.
+func (r *Run) approvalID(call string) string {
+	return uuid.NewSHA1(approvalNS, []byte(r.Thread+"/"+call)).String()
 }
 
 // ballotOf is who may decide the call e: anyone of the run's tenant for a
@@ -472,7 +478,8 @@ func (r *Run) expire(gated []*toolCall) bool {
 		cp.Decision = &Decision{Type: or(r.gateRule(e.Rule).Action.HITL.OnExpire, DecisionReject), Message: "no decision before " + stamp(*e.Expires)}
 		c.entry = r.journal(&cp)
 		r.ledger(store.AuditExpired, &cp, digest(cp.Args), cp.Decision)
-		r.emit(EventRule, r.in.Node, map[string]any{"rule": e.Rule, "action": "expired", "decision": cp.Decision.Type})
+		r.emit(EventRule, r.in.Node, map[string]any{"rule": e.Rule, "action": "expired", "decision": cp.Decision.Type,
+			"approval_id": r.approvalID(gated[0].entry.ID), "call": e.ID, "tool": e.Tool})
 	}
 	return all
 }

@@ -62,11 +62,21 @@ func awaitExpired(e *env, thread, id string) []any {
 // TestApprovalExpiresOnItsOwn: an approval nobody answers takes its
 // on_expire decision a second after it opened, with no client request:
 // the server's sweep resumes its thread in a run of its own, the payout
-// is rejected (never paid), the thread is no longer interrupted.
+// is rejected (never paid), the thread is no longer interrupted, and the
+// webhook is told (approval.expired: which approval, rule, thread, and
+// the decision taken).
 func TestApprovalExpiresOnItsOwn(t *testing.T) {
-	e := newEnv(t, withExpiring(t))
+	rcv := newReceiver(t)
+	e := newEnv(t, withExpiring(t), hooksTo(rcv.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventApprovalExpired} })
 	id := pausePayout(e, "p1")
 	runs := awaitExpired(e, "p1", id)
+	rcv.waitFor(1, 10*time.Second)
+	if got := rcv.events()[server.EventApprovalExpired]; len(got) != 1 {
+		t.Errorf("approval.expired: %v, want one", got)
+	} else if d := got[0]["data"].(map[string]any); d["approval_id"] != id || d["rule"] != "payments:payout" ||
+		d["thread_id"] != "p1" || d["decision"] != "reject" || d["tool"] != "pay" {
+		t.Errorf("approval.expired says %v", d)
+	}
 	if len(runs) != 2 || runs[0].(map[string]any)["status"] != "success" { // newest first
 		t.Fatalf("runs %v, want the paused one and the sweep's, a success", runs)
 	}

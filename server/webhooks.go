@@ -29,12 +29,13 @@ import (
 const (
 	EventApprovalRequested = "approval.requested"
 	EventApprovalDecided   = "approval.decided"
+	EventApprovalExpired   = "approval.expired"
 	EventRunCompleted      = "run.completed"
 	EventRunFailed         = "run.failed"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
-var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventRunCompleted, EventRunFailed}
+var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventRunCompleted, EventRunFailed}
 
 // Webhooks is where the server sends its notifications: each event of
 // Events (empty: all of them) to URL, signed with Secret as the Standard
@@ -175,12 +176,18 @@ func (h hookWatch) event(ev runner.Event) {
 		h.s.notify(h.l.rec.Tenant, EventApprovalRequested, data, "")
 	case runner.EventRule:
 		d, _ := ev.Data.(map[string]any)
-		if d["action"] != "decision" {
-			return
-		}
 		data := h.runData()
-		data["node"], data["decision"] = ev.Node, d
-		h.s.notify(h.l.rec.Tenant, EventApprovalDecided, data, "")
+		switch d["action"] {
+		case "decision":
+			data["node"], data["decision"] = ev.Node, d
+			h.s.notify(h.l.rec.Tenant, EventApprovalDecided, data, "")
+		case "expired": // the gate's thread: a child thread's, for a subgraph's gate
+			data["node"], data["gate_thread_id"] = ev.Node, access.ThreadID(ev.Thread)
+			for _, k := range []string{"approval_id", "rule", "decision", "call", "tool"} {
+				data[k] = d[k]
+			}
+			h.s.notify(h.l.rec.Tenant, EventApprovalExpired, data, "")
+		}
 	}
 }
 
