@@ -47,6 +47,11 @@ type Approval struct {
 	// ExpiresAt is when an unanswered gate takes its on_expire decision
 	// (zero: never).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// EscalateAt is when an unanswered gate widens who may decide it (its
+	// rule's escalate); zero: never, or done. A sweep claims the
+	// escalation with ClaimEscalation, and the checkpoint that escalates
+	// the gate clears it.
+	EscalateAt time.Time `json:"escalate_at,omitzero"`
 	// Record is the approval as the runtime keeps it, a JSON object: the
 	// calls held, who may decide each, the votes and the decisions.
 	Record json.RawMessage `json:"record"`
@@ -64,8 +69,9 @@ type ApprovalQuery struct {
 	// index keys (a principal's access.Principal.ReviewerKeys).
 	Reviewers []string
 	// CreatedAfter and CreatedBefore bound when the approval opened;
-	// ExpiresBefore selects those expiring before it. Zero: unbounded.
-	CreatedAfter, CreatedBefore, ExpiresBefore time.Time
+	// ExpiresBefore selects those expiring before it, EscalateBefore those
+	// due to escalate before it. Zero: unbounded.
+	CreatedAfter, CreatedBefore, ExpiresBefore, EscalateBefore time.Time
 	// Oldest orders by CreatedAt oldest first (default newest first),
 	// ties by ID the same way.
 	Oldest bool
@@ -90,6 +96,13 @@ type ApprovalStore interface {
 	Approval(ctx context.Context, id string) (*Approval, error)
 	// Approvals lists the approvals q selects, in its order.
 	Approvals(ctx context.Context, q ApprovalQuery) ([]*Approval, error)
+	// ClaimEscalation moves the EscalateAt of pending approval id from
+	// due to until, and reports whether it did (false: it was not pending
+	// or not due at due — another sweep claimed it, or it escalated). Of
+	// several sweeps, one claims an escalation; a claim lapses at until,
+	// when the approval is due again unless the checkpoint that escalates
+	// it cleared EscalateAt.
+	ClaimEscalation(ctx context.Context, id string, due, until time.Time) (bool, error)
 }
 
 // Selects reports whether q selects a, cursor and limit aside.
@@ -102,7 +115,8 @@ func (q *ApprovalQuery) Selects(a *Approval) bool {
 		q.Reviewers != nil && !slices.ContainsFunc(a.Reviewers, func(k string) bool { return slices.Contains(q.Reviewers, k) }),
 		!q.CreatedAfter.IsZero() && !a.CreatedAt.After(q.CreatedAfter),
 		!q.CreatedBefore.IsZero() && !a.CreatedAt.Before(q.CreatedBefore),
-		!q.ExpiresBefore.IsZero() && (a.ExpiresAt.IsZero() || !a.ExpiresAt.Before(q.ExpiresBefore)):
+		!q.ExpiresBefore.IsZero() && (a.ExpiresAt.IsZero() || !a.ExpiresAt.Before(q.ExpiresBefore)),
+		!q.EscalateBefore.IsZero() && (a.EscalateAt.IsZero() || !a.EscalateAt.Before(q.EscalateBefore)):
 		return false
 	}
 	return q.After == nil || q.Compare(a, q.After) > 0
@@ -132,6 +146,9 @@ func cloneApproval(a *Approval) *Approval {
 	c.CreatedAt, c.UpdatedAt = a.CreatedAt.UTC(), a.UpdatedAt.UTC()
 	if !a.ExpiresAt.IsZero() {
 		c.ExpiresAt = a.ExpiresAt.UTC()
+	}
+	if !a.EscalateAt.IsZero() {
+		c.EscalateAt = a.EscalateAt.UTC()
 	}
 	c.Reviewers = slices.Clone(a.Reviewers)
 	c.Record = slices.Clone(a.Record)
@@ -163,6 +180,17 @@ func (m *memory) Approval(_ context.Context, id string) (*Approval, error) {
 	return cloneApproval(a), nil
 }
 
+func (m *memory) ClaimEscalation(_ context.Context, id string, due, until time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.approvals[id]
+	if a == nil || a.Status != ApprovalPending || a.EscalateAt.IsZero() || !a.EscalateAt.Equal(due) {
+		return false, nil
+	}
+	a.EscalateAt = until.UTC()
+	return true, nil
+}
+
 func (m *memory) Approvals(_ context.Context, q ApprovalQuery) ([]*Approval, error) {
 	m.mu.RLock()
 	var out []*Approval
@@ -181,8 +209,8 @@ func (m *memory) Approvals(_ context.Context, q ApprovalQuery) ([]*Approval, err
 
 // SQL is q as the condition and order of a SQL select of approvals, for
 // the SQL backends: "WHERE … ORDER BY … LIMIT …" over the columns tenant,
-// status, agent, rule, reviewers, created_at, expires_at (Unix
-// nanoseconds) and id. arg adds an argument and returns its placeholder;
+// status, agent, rule, reviewers, created_at, expires_at, escalate_at
+// (Unix nanoseconds) and id. arg adds an argument and returns its placeholder;
 // meets returns the condition that a row's reviewers hold one of keys.
 func (q *ApprovalQuery) SQL(arg func(any) string, meets func(keys []string) string) string {
 	var where []string
@@ -206,6 +234,9 @@ func (q *ApprovalQuery) SQL(arg func(any) string, meets func(keys []string) stri
 	}
 	if !q.ExpiresBefore.IsZero() {
 		where = append(where, "expires_at < "+arg(q.ExpiresBefore.UnixNano()))
+	}
+	if !q.EscalateBefore.IsZero() {
+		where = append(where, "escalate_at < "+arg(q.EscalateBefore.UnixNano()))
 	}
 	order, after := "DESC", "<"
 	if q.Oldest {

@@ -34,34 +34,64 @@ CREATE INDEX approvals_thread ON approvals (thread);
 CREATE INDEX approvals_expiring ON approvals (expires_at) WHERE status = 'pending';
 `
 
+// pgEscalationSchema is version 12: when an approval's gate widens who
+// may decide it (store.Approval.EscalateAt), NULL for never or done.
+const pgEscalationSchema = `
+ALTER TABLE approvals ADD COLUMN escalate_at bigint;
+CREATE INDEX approvals_escalating ON approvals (escalate_at) WHERE status = 'pending';
+`
+
+// pgClaimEscalation moves pending approval $1's escalate_at from $2 to $3.
+const pgClaimEscalation = `UPDATE approvals SET escalate_at = $3 WHERE id = $1 AND status = 'pending' AND escalate_at = $2`
+
 // pgApprovalsStep is the step of pgPut that writes, if it inserted the
 // checkpoint, the approvals of $%d (approvalRows) too, each keeping the
 // created_at of the one it replaces.
 const pgApprovalsStep = `,
 appr AS (
-	INSERT INTO approvals (id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record)
+	INSERT INTO approvals (id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record,
+		escalate_at)
 	SELECT a.id, a.tenant, a.thread, a.agent, a.rule, a.status, a.reviewers, a.created_at, a.updated_at, a.expires_at,
-		decode(a.record, 'base64')
+		decode(a.record, 'base64'), a.escalate_at
 	FROM jsonb_to_recordset($%d::jsonb) AS a(id text, tenant text, thread text, agent text, rule text, status text,
-		reviewers text[], created_at bigint, updated_at bigint, expires_at bigint, record text)
+		reviewers text[], created_at bigint, updated_at bigint, expires_at bigint, record text, escalate_at bigint)
 	WHERE EXISTS (SELECT FROM ins)
 	ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, thread = excluded.thread, agent = excluded.agent,
 		rule = excluded.rule, status = excluded.status, reviewers = excluded.reviewers,
-		updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record)`
+		updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record,
+		escalate_at = excluded.escalate_at)`
 
 // approvalRow is an approval as pgPutApprovals reads it.
 type approvalRow struct {
-	ID        string   `json:"id"`
-	Tenant    string   `json:"tenant"`
-	Thread    string   `json:"thread"`
-	Agent     string   `json:"agent"`
-	Rule      string   `json:"rule"`
-	Status    string   `json:"status"`
-	Reviewers []string `json:"reviewers"`
-	CreatedAt int64    `json:"created_at"`
-	UpdatedAt int64    `json:"updated_at"`
-	ExpiresAt *int64   `json:"expires_at"`
-	Record    []byte   `json:"record"` // base64
+	ID         string   `json:"id"`
+	Tenant     string   `json:"tenant"`
+	Thread     string   `json:"thread"`
+	Agent      string   `json:"agent"`
+	Rule       string   `json:"rule"`
+	Status     string   `json:"status"`
+	Reviewers  []string `json:"reviewers"`
+	CreatedAt  int64    `json:"created_at"`
+	UpdatedAt  int64    `json:"updated_at"`
+	ExpiresAt  *int64   `json:"expires_at"`
+	Record     []byte   `json:"record"` // base64
+	EscalateAt *int64   `json:"escalate_at"`
+}
+
+// nanos is t in Unix nanoseconds, nil for the zero time.
+func nanos(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+// fromNanos is the time of a column of Unix nanoseconds, zero for NULL.
+func fromNanos(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
 }
 
 // approvalRows is as as the JSON pgApprovalsStep reads.
@@ -69,13 +99,10 @@ func approvalRows(as []*store.Approval) []byte {
 	rows := make([]approvalRow, len(as))
 	for i, a := range as {
 		rows[i] = approvalRow{ID: a.ID, Tenant: a.Tenant, Thread: a.Thread, Agent: a.Agent, Rule: a.Rule, Status: a.Status,
-			Reviewers: a.Reviewers, CreatedAt: a.CreatedAt.UnixNano(), UpdatedAt: a.UpdatedAt.UnixNano(), Record: blob(a.Record)}
+			Reviewers: a.Reviewers, CreatedAt: a.CreatedAt.UnixNano(), UpdatedAt: a.UpdatedAt.UnixNano(), Record: blob(a.Record),
+			ExpiresAt: nanos(a.ExpiresAt), EscalateAt: nanos(a.EscalateAt)}
 		if rows[i].Reviewers == nil {
 			rows[i].Reviewers = []string{}
-		}
-		if !a.ExpiresAt.IsZero() {
-			n := a.ExpiresAt.UnixNano()
-			rows[i].ExpiresAt = &n
 		}
 	}
 	b, _ := json.Marshal(rows) // strings, numbers and bytes
@@ -86,7 +113,7 @@ func approvalRows(as []*store.Approval) []byte {
 const pgDeleteApprovals = pgFamily + `DELETE FROM approvals WHERE thread IN (SELECT id FROM family)`
 
 // pgApprovalColumns are the columns scanApproval reads, in its order.
-const pgApprovalColumns = `id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record`
+const pgApprovalColumns = `id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record, escalate_at`
 
 func (s *pgStore) Approval(ctx context.Context, id string) (*store.Approval, error) {
 	out, err := s.approvals(ctx, `SELECT `+pgApprovalColumns+` FROM approvals WHERE id = $1`, id)
@@ -97,6 +124,19 @@ func (s *pgStore) Approval(ctx context.Context, id string) (*store.Approval, err
 		return nil, err
 	}
 	return out[0], nil
+}
+
+func (s *pgStore) ClaimEscalation(ctx context.Context, id string, due, until time.Time) (bool, error) {
+	var n int64
+	err := s.retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, pgClaimEscalation, id, due.UnixNano(), until.UnixNano())
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: claiming approval %s's escalation: %w", id, fault(err))
+	}
+	return n > 0, nil
 }
 
 func (s *pgStore) Approvals(ctx context.Context, q store.ApprovalQuery) ([]*store.Approval, error) {
@@ -131,13 +171,12 @@ func (s *pgStore) approvals(ctx context.Context, sql string, args ...any) ([]*st
 func scanApproval(row pgx.CollectableRow) (*store.Approval, error) {
 	var a store.Approval
 	var created, updated int64
-	var expires *int64
-	if err := row.Scan(&a.ID, &a.Tenant, &a.Thread, &a.Agent, &a.Rule, &a.Status, &a.Reviewers, &created, &updated, &expires, &a.Record); err != nil {
+	var expires, escalate *int64
+	if err := row.Scan(&a.ID, &a.Tenant, &a.Thread, &a.Agent, &a.Rule, &a.Status, &a.Reviewers, &created, &updated, &expires, &a.Record,
+		&escalate); err != nil {
 		return nil, err
 	}
 	a.CreatedAt, a.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
-	if expires != nil {
-		a.ExpiresAt = time.Unix(0, *expires).UTC()
-	}
+	a.ExpiresAt, a.EscalateAt = fromNanos(expires), fromNanos(escalate)
 	return &a, nil
 }

@@ -43,6 +43,8 @@ import (
 // Version 10: the audit ledger (audit.go).
 //
 // Version 11: the outbox of webhook deliveries (webhooks.go).
+//
+// Version 12: when an approval escalates (approvals.go).
 var migrations = []string{`
 CREATE TABLE checkpoints (
 	thread      text    NOT NULL,
@@ -84,7 +86,7 @@ CREATE TABLE heartbeat (
 	id integer NOT NULL PRIMARY KEY,
 	at bigint  NOT NULL
 );
-`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema, pgAuditSchema, pgWebhooksSchema}
+`, pgAssistantsSchema, pgOwnersSchema, pgApprovalsSchema, pgItemsSchema, pgCronsSchema, pgAuditSchema, pgWebhooksSchema, pgEscalationSchema}
 
 // migrateLock is the key of the advisory lock that serializes migrations
 // of processes opening one database at once.

@@ -34,17 +34,29 @@ CREATE INDEX approvals_thread ON approvals (thread);
 CREATE INDEX approvals_expiring ON approvals (expires_at) WHERE status = 'pending';
 `
 
+// sqliteEscalationSchema is version 19: when an approval's gate widens
+// who may decide it (store.Approval.EscalateAt), NULL for never or done.
+const sqliteEscalationSchema = `
+ALTER TABLE approvals ADD COLUMN escalate_at INTEGER;
+CREATE INDEX approvals_escalating ON approvals (escalate_at) WHERE status = 'pending';
+`
+
+// sqliteClaimEscalation moves pending approval ?1's escalate_at from ?2
+// to ?3.
+const sqliteClaimEscalation = `UPDATE approvals SET escalate_at = ?3 WHERE id = ?1 AND status = 'pending' AND escalate_at = ?2`
+
 // sqlitePutApproval writes an approval, keeping the created_at of the one
 // it replaces.
 const sqlitePutApproval = `INSERT OR ROLLBACK INTO approvals
-	(id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+	(id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record, escalate_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
 ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, thread = excluded.thread, agent = excluded.agent,
 	rule = excluded.rule, status = excluded.status, reviewers = excluded.reviewers,
-	updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record`
+	updated_at = excluded.updated_at, expires_at = excluded.expires_at, record = excluded.record,
+	escalate_at = excluded.escalate_at`
 
 // sqliteApprovalColumns are the columns scanApproval reads, in its order.
-const sqliteApprovalColumns = `id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record`
+const sqliteApprovalColumns = `id, tenant, thread, agent, rule, status, reviewers, created_at, updated_at, expires_at, record, escalate_at`
 
 // sqliteDeleteApprovals removes the approvals of thread ?1's family.
 const sqliteDeleteApprovals = sqliteFamily + `DELETE FROM approvals WHERE thread IN
@@ -57,12 +69,8 @@ func approvalWrites(cp *store.Checkpoint) *putReq {
 	var first, last *putReq
 	for _, a := range cp.Approvals {
 		reviewers, _ := json.Marshal(a.Reviewers) // a list of strings
-		var expires any
-		if !a.ExpiresAt.IsZero() {
-			expires = a.ExpiresAt.UnixNano()
-		}
 		w := &putReq{query: sqlitePutApproval, args: []any{a.ID, a.Tenant, a.Thread, a.Agent, a.Rule, a.Status,
-			string(reviewers), a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano(), expires, blob(a.Record)}}
+			string(reviewers), a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano(), nanos(a.ExpiresAt), blob(a.Record), nanos(a.EscalateAt)}}
 		if first == nil {
 			first = w
 		} else {
@@ -71,6 +79,22 @@ func approvalWrites(cp *store.Checkpoint) *putReq {
 		last = w
 	}
 	return first
+}
+
+// nanos is t in Unix nanoseconds, NULL for the zero time.
+func nanos(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the time of a column of Unix nanoseconds, zero for NULL.
+func fromNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
 }
 
 // then chains w after req's last write after.
@@ -90,6 +114,14 @@ func (s *sqliteStore) Approval(ctx context.Context, id string) (*store.Approval,
 		return nil, err
 	}
 	return out[0], nil
+}
+
+func (s *sqliteStore) ClaimEscalation(ctx context.Context, id string, due, until time.Time) (bool, error) {
+	n, err := s.commitPut(ctx, &putReq{query: sqliteClaimEscalation, args: []any{id, due.UnixNano(), until.UnixNano()}})
+	if err != nil {
+		return false, fmt.Errorf("store: claiming approval %s's escalation: %w", id, fault(err))
+	}
+	return n > 0, nil
 }
 
 func (s *sqliteStore) Approvals(ctx context.Context, q store.ApprovalQuery) ([]*store.Approval, error) {
@@ -117,17 +149,15 @@ func (s *sqliteStore) approvals(ctx context.Context, query string, args ...any) 
 		var a store.Approval
 		var reviewers string
 		var created, updated int64
-		var expires sql.NullInt64
-		if err := rows.Scan(&a.ID, &a.Tenant, &a.Thread, &a.Agent, &a.Rule, &a.Status, &reviewers, &created, &updated, &expires, &a.Record); err != nil {
+		var expires, escalate sql.NullInt64
+		if err := rows.Scan(&a.ID, &a.Tenant, &a.Thread, &a.Agent, &a.Rule, &a.Status, &reviewers, &created, &updated, &expires, &a.Record, &escalate); err != nil {
 			return nil, fmt.Errorf("store: approvals: %w", fault(err))
 		}
 		if err := json.Unmarshal([]byte(reviewers), &a.Reviewers); err != nil {
 			return nil, fmt.Errorf("store: approval %s: its reviewers: %w", a.ID, err)
 		}
 		a.CreatedAt, a.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
-		if expires.Valid {
-			a.ExpiresAt = time.Unix(0, expires.Int64).UTC()
-		}
+		a.ExpiresAt, a.EscalateAt = fromNanos(expires), fromNanos(escalate)
 		out = append(out, &a)
 	}
 	if err := rows.Err(); err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -91,6 +91,8 @@ import (
 // Version 17: the audit ledger (audit.go).
 //
 // Version 18: the outbox of webhook deliveries (webhooks.go).
+//
+// Version 19: when an approval escalates (approvals.go).
 var sqliteMigrations = []string{`
 CREATE TABLE checkpoints (
 	thread      TEXT    NOT NULL,
@@ -244,7 +246,7 @@ CREATE TABLE heartbeat (
 	id INTEGER PRIMARY KEY,
 	at INTEGER NOT NULL -- Unix nanoseconds
 );
-`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema, sqliteAuditSchema, sqliteWebhooksSchema}
+`, sqliteAssistantsSchema, sqliteOwnersSchema, sqliteApprovalsSchema, sqliteItemsSchema, sqliteCronsSchema, sqliteAuditSchema, sqliteWebhooksSchema, sqliteEscalationSchema}
 
 // sqlitePut inserts a checkpoint only if its ID (?2) is the thread's next
 // and its lease token (?16) is 0 or the thread's: the checks, the insert

@@ -28,6 +28,7 @@ func RunApprovalStore(t *testing.T, open func(t *testing.T) store.Store) {
 		{"queries filter, order and page", testApprovalQuery},
 		{"concurrent pages of a changing inbox", testApprovalPaging},
 		{"delete removes a thread's approvals, its children's too", testApprovalDelete},
+		{"an escalation is claimed once", testApprovalEscalation},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +62,7 @@ func testApprovalPut(t *testing.T, s store.Store, as store.ApprovalStore) {
 	ctx := context.Background()
 	want := Approval("a1", "/acme/t", 1, "role:cfo", "principal:alice")
 	want.ExpiresAt = time.Unix(1_800_000_000, 9).UTC()
+	want.EscalateAt = time.Unix(1_750_000_000, 3).UTC()
 	putWith(t, s, "/acme/t", 1, want)
 	got, err := as.Approval(ctx, "a1")
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -217,4 +219,69 @@ func approvalIDs(as []*store.Approval) string {
 		ids[i] = a.ID
 	}
 	return strings.Join(ids, "")
+}
+
+// testApprovalEscalation: approvals due to escalate are selected by
+// EscalateBefore; of concurrent claims of one escalation exactly one
+// wins, and moves it to the claim's end; a claim of another due time, or
+// of an approval no longer pending, fails; the checkpoint that escalates
+// an approval clears its EscalateAt.
+func testApprovalEscalation(t *testing.T, s store.Store, as store.ApprovalStore) {
+	ctx := context.Background()
+	due := time.Unix(1_700_000_100, 5).UTC()
+	a := Approval("a1", "t", 1, "role:ops")
+	a.EscalateAt = due
+	b := Approval("b1", "u", 2, "role:ops")
+	b.EscalateAt, b.Status = due, store.ApprovalDecided
+	putWith(t, s, "t", 1, a)
+	putWith(t, s, "u", 1, b)
+	q := store.ApprovalQuery{AllTenants: true, Status: store.ApprovalPending, EscalateBefore: due.Add(time.Nanosecond)}
+	if got, err := as.Approvals(ctx, q); approvalIDs(got) != "a1" || err != nil {
+		t.Fatalf("due to escalate: %q, %v; want a1", approvalIDs(got), err)
+	}
+	if got, _ := as.Approvals(ctx, store.ApprovalQuery{AllTenants: true, EscalateBefore: due}); len(got) != 0 {
+		t.Errorf("due before its time: %q", approvalIDs(got))
+	}
+	until := due.Add(time.Minute)
+	var wins sync.WaitGroup
+	won := make(chan bool, 8)
+	for range 8 {
+		wins.Go(func() {
+			ok, err := as.ClaimEscalation(ctx, "a1", due, until)
+			if err != nil {
+				t.Error(err)
+			}
+			won <- ok
+		})
+	}
+	wins.Wait()
+	close(won)
+	n := 0
+	for ok := range won {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d of 8 concurrent claims won, want 1", n)
+	}
+	if got, err := as.Approval(ctx, "a1"); err != nil || !got.EscalateAt.Equal(until) {
+		t.Errorf("after the claim: %+v, %v; want it due at %s", got, err, until)
+	}
+	for _, c := range []struct {
+		id  string
+		due time.Time
+	}{{"a1", due}, {"b1", due}, {"nope", due}} {
+		if ok, err := as.ClaimEscalation(ctx, c.id, c.due, until); ok || err != nil {
+			t.Errorf("ClaimEscalation(%s, %s) = %v, %v; want false", c.id, c.due, ok, err)
+		}
+	}
+	a.EscalateAt = time.Time{} // escalated
+	putWith(t, s, "t", 2, a)
+	if got, err := as.Approval(ctx, "a1"); err != nil || !got.EscalateAt.IsZero() {
+		t.Errorf("after the escalation: %+v, %v; want no EscalateAt", got, err)
+	}
+	if ok, _ := as.ClaimEscalation(ctx, "a1", until, until.Add(time.Minute)); ok {
+		t.Error("an escalated approval was claimed again")
+	}
 }
