@@ -36,7 +36,7 @@ func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun
 	if err != nil {
 		return nil, nil, err
 	}
-	if q.Webhook != "" && len(s.cfg.Webhooks.Secret) == 0 {
+	if q.Webhook != "" && !s.cfg.Webhooks.signs() {
 		return nil, nil, fieldProblem("webhook", "the server has no webhook secret to sign with; set webhooks.secret_env in runner.yaml")
 	}
 	a, err := s.prepare(ctx, q)

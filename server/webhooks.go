@@ -37,20 +37,14 @@ const (
 // WebhookEvents are the events a webhook can subscribe to.
 var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventRunCompleted, EventRunFailed}
 
-// Webhooks is where the server sends its notifications: each event of
-// Events (empty: all of them) to URL, signed with Secret as the Standard
-// Webhooks specification says, from the store's outbox
+// Webhooks is where the server sends its notifications: to each of
+// Hooks the events it wants, from the store's outbox
 // (store.WebhookStore), at least once, retried with exponential backoff
 // and jitter. A run's own webhook URL (the LangGraph run field) is told
-// of its end, signed with the same Secret.
+// of its end, signed with the first hook's secret.
 type Webhooks struct {
-	// URL receives the notifications ("": none but the runs' own).
-	URL string
-	// Secret is the signing key, the bytes a whsec_ secret encodes
-	// (ParseWebhookSecret); without one nothing is sent.
-	Secret []byte
-	// Events filters the notifications sent to URL.
-	Events []string
+	// Hooks are the configured receivers, by distinct names.
+	Hooks []Hook
 	// Every is how often the outbox is looked at (default 1s); Backoff
 	// the wait before the first retry, doubled each time up to an hour
 	// (default 5s); Attempts how many are made before a delivery is
@@ -60,11 +54,24 @@ type Webhooks struct {
 	Attempts int
 }
 
-// The hooks a delivery is made for: the configured URL, or a run's own.
-const (
-	hookConfigured = "webhooks"
-	hookRun        = "run"
-)
+// Hook is one receiver of notifications: the events of Events are
+// POSTed to URL, signed with Secret as the Standard Webhooks
+// specification says.
+type Hook struct {
+	// Name names the hook in the delivery log (store.Delivery.Hook).
+	Name string
+	// URL receives the notifications ("": none; the hook's secret still
+	// signs the runs' own webhooks when it is the first).
+	URL string
+	// Secret is the signing key, the bytes a whsec_ secret encodes
+	// (ParseWebhookSecret).
+	Secret []byte
+	// Events are the events the hook is told of, from every agent.
+	Events []string
+}
+
+// hookRun is the Hook of the deliveries to a run's own webhook.
+const hookRun = "run"
 
 // Outbox dispatch: a claim lapses after claimTTL (an attempt takes at
 // most postTimeout); claimBatch deliveries are claimed at a time and
@@ -100,15 +107,22 @@ func SignWebhook(secret []byte, id string, ts int64, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// check fills in cfg's defaults and checks its events.
+// check fills in cfg's defaults and checks its hooks.
 func (cfg *Webhooks) check() error {
-	for _, ev := range cfg.Events {
-		if !slices.Contains(WebhookEvents, ev) {
-			return fmt.Errorf("server: webhooks: no event %q; the events are %s", ev, strings.Join(WebhookEvents, ", "))
+	names := map[string]bool{hookRun: true}
+	for i, h := range cfg.Hooks {
+		if names[h.Name] || h.Name == "" {
+			return fmt.Errorf("server: webhooks[%d]: the name %q is empty, taken or reserved; give each hook its own name", i, h.Name)
 		}
-	}
-	if cfg.URL != "" && len(cfg.Secret) == 0 {
-		return errors.New("server: webhooks: a URL without a secret; name the variable that holds it (secret_env)")
+		names[h.Name] = true
+		for _, ev := range h.Events {
+			if !slices.Contains(WebhookEvents, ev) {
+				return fmt.Errorf("server: webhooks %s: no event %q; the events are %s", h.Name, ev, strings.Join(WebhookEvents, ", "))
+			}
+		}
+		if len(h.Secret) == 0 {
+			return fmt.Errorf("server: webhooks %s: no secret; name the variable that holds it (secret_env)", h.Name)
+		}
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = time.Second
@@ -122,11 +136,27 @@ func (cfg *Webhooks) check() error {
 	return nil
 }
 
-// notify enqueues event, with data, for the configured URL when it wants
-// the event, and for url (a run's own, "" for none).
+// signs reports whether the server can sign notifications: it has a hook.
+func (cfg *Webhooks) signs() bool { return len(cfg.Hooks) > 0 }
+
+// secret is the key of the deliveries of the hook named name: a run's
+// own are signed with the first hook's.
+func (cfg *Webhooks) secret(name string) []byte {
+	if name == hookRun && cfg.signs() {
+		return cfg.Hooks[0].Secret
+	}
+	for _, h := range cfg.Hooks {
+		if h.Name == name {
+			return h.Secret
+		}
+	}
+	return nil
+}
+
+// notify enqueues event, with data, for each hook that wants it, and for
+// url (a run's own, "" for none).
 func (s *Server) notify(tenant, event string, data map[string]any, url string) {
-	cfg := s.cfg.Webhooks
-	if s.hooks == nil || len(cfg.Secret) == 0 {
+	if s.hooks == nil || !s.cfg.Webhooks.signs() {
 		return
 	}
 	now := time.Now().UTC()
@@ -140,8 +170,10 @@ func (s *Server) notify(tenant, event string, data map[string]any, url string) {
 		ds = append(ds, &store.Delivery{ID: "msg_" + uuid.NewString(), Tenant: tenant, Hook: hook, Event: event, URL: url,
 			Body: body, Status: store.DeliveryPending, NextAt: now, CreatedAt: now, UpdatedAt: now})
 	}
-	if cfg.URL != "" && (len(cfg.Events) == 0 || slices.Contains(cfg.Events, event)) {
-		add(hookConfigured, cfg.URL)
+	for _, h := range s.cfg.Webhooks.Hooks {
+		if h.URL != "" && slices.Contains(h.Events, event) {
+			add(h.Name, h.URL)
+		}
 	}
 	if url != "" {
 		add(hookRun, url)
@@ -222,7 +254,7 @@ func (h hookWatch) runData() map[string]any {
 // the server stops.
 func (s *Server) deliverAll() {
 	defer close(s.delivered)
-	if s.hooks == nil || len(s.cfg.Webhooks.Secret) == 0 {
+	if s.hooks == nil || !s.cfg.Webhooks.signs() {
 		return
 	}
 	t := time.NewTicker(s.cfg.Webhooks.Every)
@@ -309,6 +341,10 @@ func backoff(base time.Duration, attempts int) time.Duration {
 
 // post sends d signed and returns the receiver's status.
 func (s *Server) post(d *store.Delivery) (int, error) {
+	secret := s.cfg.Webhooks.secret(d.Hook)
+	if secret == nil {
+		return 0, fmt.Errorf("no hook named %q in runner.yaml's webhooks to sign with", d.Hook)
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, postTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
@@ -319,7 +355,7 @@ func (s *Server) post(d *store.Delivery) (int, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("webhook-id", d.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", SignWebhook(s.cfg.Webhooks.Secret, d.ID, ts, d.Body))
+	req.Header.Set("webhook-signature", SignWebhook(secret, d.ID, ts, d.Body))
 	resp, err := s.hookClient.Do(req)
 	if err != nil {
 		return 0, err

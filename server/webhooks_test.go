@@ -64,16 +64,22 @@ func verify(secret string, h http.Header, body []byte) error {
 // each message by webhook-id; it can be stopped and started again on
 // its address.
 type receiver struct {
-	t    *testing.T
-	addr string
-	hs   *httptest.Server
-	mu   sync.Mutex
-	got  map[string]map[string]any // webhook-id → the message
-	hits int
+	t      *testing.T
+	secret string // the whsec_ secret it verifies with
+	addr   string
+	hs     *httptest.Server
+	mu     sync.Mutex
+	got    map[string]map[string]any // webhook-id → the message
+	hits   int
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{t: t, got: map[string]map[string]any{}}
+	return newReceiverOf(t, hookSecret)
+}
+
+// newReceiverOf is a receiver verifying with secret.
+func newReceiverOf(t *testing.T, secret string) *receiver {
+	r := &receiver{t: t, secret: secret, got: map[string]map[string]any{}}
 	r.start()
 	r.addr = r.hs.Listener.Addr().String()
 	t.Cleanup(func() { r.hs.Close() })
@@ -83,7 +89,7 @@ func newReceiver(t *testing.T) *receiver {
 func (r *receiver) start() {
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
-		if err := verify(hookSecret, req.Header, body); err != nil {
+		if err := verify(r.secret, req.Header, body); err != nil {
 			r.t.Errorf("webhook %s: %v", req.Header.Get("webhook-id"), err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -152,7 +158,8 @@ func hooksTo(url string) func(*server.Config) {
 		if err != nil {
 			panic(err)
 		}
-		c.Webhooks = server.Webhooks{URL: url, Secret: key, Every: 10 * time.Millisecond, Backoff: 20 * time.Millisecond, Attempts: 1000}
+		c.Webhooks = server.Webhooks{Hooks: []server.Hook{{Name: "default", URL: url, Secret: key, Events: server.WebhookEvents}},
+			Every: 10 * time.Millisecond, Backoff: 20 * time.Millisecond, Attempts: 1000}
 	}
 }
 
@@ -287,7 +294,7 @@ func TestWebhooksOfRuns(t *testing.T) {
 	}
 
 	only := newReceiver(t)
-	f := newEnv(t, hooksTo(only.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventRunFailed} })
+	f := newEnv(t, hooksTo(only.url()), func(c *server.Config) { c.Webhooks.Hooks[0].Events = []string{server.EventRunFailed} })
 	f.call("POST", "/threads", map[string]any{"thread_id": "ok"}, 200)
 	f.call("POST", "/threads/ok/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
 	f.call("POST", "/threads", map[string]any{"thread_id": "bad"}, 200)
@@ -305,7 +312,7 @@ func TestWebhooksOfRuns(t *testing.T) {
 // without a secret.
 func TestRunWebhook(t *testing.T) {
 	hooks, own := newReceiver(t), newReceiver(t)
-	e := newEnv(t, hooksTo(hooks.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventRunFailed} })
+	e := newEnv(t, hooksTo(hooks.url()), func(c *server.Config) { c.Webhooks.Hooks[0].Events = []string{server.EventRunFailed} })
 	e.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
 	e.call("POST", "/threads/t/runs/wait", map[string]any{"assistant_id": "steps", "webhook": own.url()}, 200)
 	own.waitFor(1, 10*time.Second)
@@ -323,5 +330,44 @@ func TestRunWebhook(t *testing.T) {
 	bare.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
 	if b := bare.raw("POST", "/threads/t/runs", map[string]any{"assistant_id": "steps", "webhook": own.url()}, http.StatusUnprocessableEntity); !strings.Contains(string(b), "secret_env") {
 		t.Errorf("a webhook on a server without a secret: %s", b)
+	}
+}
+
+// TestWebhooksSeveralHooks: each configured hook gets the events it
+// wants, signed with its own secret, and the delivery log names the hook
+// of each delivery.
+func TestWebhooksSeveralHooks(t *testing.T) {
+	const opsSecret = "whsec_c2Vjb25kLWhvb2stc2VjcmV0LWtleS0xMjM0"
+	all, ops := newReceiver(t), newReceiverOf(t, opsSecret)
+	key, err := server.ParseWebhookSecret(opsSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, hooksTo(all.url()), func(c *server.Config) {
+		c.Webhooks.Hooks = append(c.Webhooks.Hooks, server.Hook{Name: "ops", URL: ops.url(), Secret: key, Events: []string{server.EventRunFailed}})
+	})
+	e.call("POST", "/threads", map[string]any{"thread_id": "ok"}, 200)
+	e.call("POST", "/threads/ok/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
+	e.call("POST", "/threads", map[string]any{"thread_id": "bad"}, 200)
+	e.call("POST", "/threads/bad/runs/wait", map[string]any{"assistant_id": "fail"}, 200)
+	all.waitFor(2, 10*time.Second)
+	ops.waitFor(1, 10*time.Second)
+	if ev := ops.events(); len(ev[server.EventRunFailed]) != 1 || len(ev) != 1 {
+		t.Errorf("hook ops (run.failed) got %v", ev)
+	}
+	if ev := all.events(); len(ev[server.EventRunFailed]) != 1 || len(ev[server.EventRunCompleted]) != 1 {
+		t.Errorf("hook default (all events) got %v", ev)
+	}
+	hooks := map[string]int{}
+	deadline := time.Now().Add(10 * time.Second)
+	for hooks["default"] != 2 || hooks["ops"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery log's delivered hooks: %v, want default twice, ops once", hooks)
+		}
+		time.Sleep(10 * time.Millisecond)
+		clear(hooks)
+		for _, d := range e.call("GET", "/webhooks/deliveries?status=delivered", nil, 200)["deliveries"].([]any) {
+			hooks[d.(map[string]any)["hook"].(string)]++
+		}
 	}
 }

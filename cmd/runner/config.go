@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,37 +54,92 @@ type Config struct {
 	Serve ServeConfig `koanf:"serve"`
 	// MCP holds the settings of the agents served as MCP tools.
 	MCP MCPConfig `koanf:"mcp"`
-	// Webhooks is where runner serve sends its notifications.
-	Webhooks WebhooksConfig `koanf:"webhooks"`
+	// Webhooks are where runner serve sends its notifications: a list of
+	// named hooks, or one hook's settings, named default.
+	Webhooks []HookConfig `koanf:"-"`
 }
 
-// WebhooksConfig is the webhooks section of runner.yaml: the URL told of
-// the events it lists (empty: all), signed with the whsec_ secret held
-// by the environment variable SecretEnv (webhooks: {url: ..., secret_env:
-// RUNNER_WEBHOOK_SECRET, events: [approval.requested]}).
-type WebhooksConfig struct {
-	URL       string   `koanf:"url"`
-	SecretEnv string   `koanf:"secret_env"`
-	Events    []string `koanf:"events"`
+// HookConfig is one hook of runner.yaml's webhooks: the URL told of the
+// events it lists (omitted: all), signed with the whsec_ secret held by
+// the environment variable SecretEnv (webhooks: [{name: ops, url: ...,
+// secret_env: RUNNER_WEBHOOK_SECRET, events: [approval.requested]}]).
+type HookConfig struct {
+	Name      string    `json:"name"`
+	URL       string    `json:"url"`
+	SecretEnv string    `json:"secret_env"`
+	Events    *[]string `json:"events"`
 }
 
-// server is the server's webhooks of c, the secret read from its
-// variable.
-func (c WebhooksConfig) server() (server.Webhooks, error) {
-	w := server.Webhooks{URL: c.URL, Events: c.Events}
-	if c.SecretEnv == "" {
-		if c.URL != "" {
-			return w, errors.New("webhooks: url without secret_env; name the environment variable that holds its whsec_ secret")
+// hookKeys are the settings of a hook.
+var hookKeys = []string{"name", "url", "secret_env", "events"}
+
+// webhooksConfig reads runner.yaml's webhooks from k: a list of hooks,
+// or a map, one hook named default.
+func webhooksConfig(k *koanf.Koanf) ([]HookConfig, error) {
+	var list []any
+	switch v := k.Get("webhooks").(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		list = []any{v}
+	case []any:
+		list = v
+	default:
+		return nil, fmt.Errorf("webhooks: a list of hooks ({name: ..., url: ..., secret_env: ...}) or one hook's map, not %v", v)
+	}
+	hooks := make([]HookConfig, len(list))
+	for i, h := range list {
+		m, ok := h.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("webhooks[%d]: a hook is a map ({name: ..., url: ..., secret_env: ...}), not %v", i, h)
 		}
-		return w, nil
+		for key := range m {
+			if !slices.Contains(hookKeys, key) {
+				return nil, fmt.Errorf("webhooks[%d]: no setting %q; a hook has %s", i, key, strings.Join(hookKeys, ", "))
+			}
+		}
+		b, err := json.Marshal(m)
+		if err == nil {
+			err = json.Unmarshal(b, &hooks[i])
+		}
+		var bad *json.UnmarshalTypeError
+		if errors.As(err, &bad) {
+			return nil, fmt.Errorf("webhooks[%d].%s: want %s, not a %s", i, bad.Field, bad.Type, bad.Value)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("webhooks[%d]: %w", i, err)
+		}
 	}
-	v := os.Getenv(c.SecretEnv)
-	if v == "" {
-		return w, fmt.Errorf("webhooks: secret_env names %s, which is not set; set it to a whsec_ secret", c.SecretEnv)
+	if _, one := k.Get("webhooks").(map[string]any); one && hooks[0].Name == "" {
+		hooks[0].Name = "default"
 	}
-	var err error
-	if w.Secret, err = server.ParseWebhookSecret(v); err != nil {
-		return w, fmt.Errorf("webhooks: %s: %w", c.SecretEnv, err)
+	return hooks, nil
+}
+
+// webhooks is the server's webhooks of hooks, each secret read from its
+// variable.
+func webhooks(hooks []HookConfig) (server.Webhooks, error) {
+	var w server.Webhooks
+	for i, c := range hooks {
+		if c.Name == "" {
+			return w, fmt.Errorf("webhooks[%d]: no name; give each hook a name (name: ops)", i)
+		}
+		h := server.Hook{Name: c.Name, URL: c.URL, Events: server.WebhookEvents}
+		if c.Events != nil {
+			h.Events = *c.Events
+		}
+		if c.SecretEnv == "" {
+			return w, fmt.Errorf("webhooks %s: no secret_env; name the environment variable that holds its whsec_ secret", c.Name)
+		}
+		v := os.Getenv(c.SecretEnv)
+		if v == "" {
+			return w, fmt.Errorf("webhooks %s: secret_env names %s, which is not set; set it to a whsec_ secret", c.Name, c.SecretEnv)
+		}
+		var err error
+		if h.Secret, err = server.ParseWebhookSecret(v); err != nil {
+			return w, fmt.Errorf("webhooks %s: %s: %w", c.Name, c.SecretEnv, err)
+		}
+		w.Hooks = append(w.Hooks, h)
 	}
 	return w, nil
 }
@@ -158,6 +215,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	}
 	if err := k.UnmarshalWithConf("serve", &cfg.Serve.Limits, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return nil, fmt.Errorf("serve settings: %w", err)
+	}
+	if cfg.Webhooks, err = webhooksConfig(k); err != nil {
+		return nil, err
 	}
 	if cfg.RetentionEvery, err = retentionEvery(k, cfg.Retention); err != nil {
 		return nil, err

@@ -134,7 +134,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	scfg.CronMissed, _ = cmd.Flags().GetString("cron-missed")
 	scfg.Heartbeat = beat
 	scfg.Limits = serveLimits(cmd, cfg.Serve.Limits)
-	if scfg.Webhooks, err = cfg.Webhooks.server(); err != nil {
+	if scfg.Webhooks, err = webhooks(cfg.Webhooks); err != nil {
 		return usageErr(err)
 	}
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")

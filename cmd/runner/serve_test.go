@@ -187,36 +187,74 @@ func TestServeLimits(t *testing.T) {
 	}
 }
 
-// TestServeWebhooks reads runner.yaml's webhooks section, its secret
-// from the variable secret_env names, and refuses a secret missing or
-// not in the whsec_ form.
+// TestServeWebhooks reads runner.yaml's webhooks, one hook's map (named
+// default) or a list of named hooks, each secret from the variable its
+// secret_env names, and refuses a secret missing or not in the whsec_
+// form, a hook without a name and an unknown setting, naming the hook.
 func TestServeWebhooks(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "runner.yaml"),
-		"webhooks:\n  url: https://hooks.example/in\n  secret_env: HOOK_SECRET\n  events: [run.failed, approval.requested]\n")
 	t.Chdir(dir)
 	serve, _, err := newRoot().Find([]string{"serve"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(serve)
+	load := func(yaml string) ([]HookConfig, error) {
+		writeFile(t, filepath.Join(dir, "runner.yaml"), yaml)
+		cfg, err := loadConfig(serve)
+		if err != nil {
+			return nil, err
+		}
+		return cfg.Webhooks, nil
+	}
+	one, err := load("webhooks:\n  url: https://hooks.example/in\n  secret_env: HOOK_SECRET\n  events: [run.failed, approval.requested]\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HOOK_SECRET", "")
-	if _, err := cfg.Webhooks.server(); err == nil || !strings.Contains(err.Error(), "HOOK_SECRET, which is not set") {
+	if _, err := webhooks(one); err == nil || !strings.Contains(err.Error(), "default: secret_env names HOOK_SECRET, which is not set") {
 		t.Errorf("secret unset: %v", err)
 	}
 	t.Setenv("HOOK_SECRET", "hunter2")
-	if _, err := cfg.Webhooks.server(); err == nil || !strings.Contains(err.Error(), "whsec_") {
+	if _, err := webhooks(one); err == nil || !strings.Contains(err.Error(), "whsec_") {
 		t.Errorf("secret not whsec_: %v", err)
 	}
 	t.Setenv("HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	w, err := cfg.Webhooks.server()
+	w, err := webhooks(one)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.URL != "https://hooks.example/in" || len(w.Secret) != 24 || !slices.Equal(w.Events, []string{"run.failed", "approval.requested"}) {
+	if h := w.Hooks; len(h) != 1 || h[0].Name != "default" || h[0].URL != "https://hooks.example/in" || len(h[0].Secret) != 24 ||
+		!slices.Equal(h[0].Events, []string{"run.failed", "approval.requested"}) {
 		t.Errorf("webhooks = %+v", w)
+	}
+
+	list, err := load("webhooks:\n  - {name: ops, url: https://ops.example/in, secret_env: HOOK_SECRET}\n" +
+		"  - {name: audit, url: https://audit.example/in, secret_env: HOOK_SECRET, events: []}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = webhooks(list); err != nil {
+		t.Fatal(err)
+	}
+	if h := w.Hooks; len(h) != 2 || h[0].Name != "ops" || !slices.Equal(h[0].Events, server.WebhookEvents) ||
+		h[1].Name != "audit" || h[1].URL != "https://audit.example/in" || len(h[1].Events) != 0 {
+		t.Errorf("webhooks = %+v", w)
+	}
+
+	for _, c := range []struct{ yaml, want string }{
+		{"webhooks:\n  - {url: https://a.example, secret_env: HOOK_SECRET}\n", "webhooks[0]: no name"},
+		{"webhooks:\n  - {name: a, url: https://a.example, secret: x}\n", `webhooks[0]: no setting "secret"`},
+		{"webhooks:\n  - {name: a, events: run.failed}\n", "webhooks[0].events: want []string, not a string"},
+		{"webhooks:\n  - https://a.example\n", "webhooks[0]: a hook is a map"},
+		{"webhooks: https://a.example\n", "webhooks: a list of hooks"},
+		{"webhooks:\n  - {name: a, url: https://a.example}\n", "webhooks a: no secret_env"},
+	} {
+		hooks, err := load(c.yaml)
+		if err == nil {
+			_, err = webhooks(hooks)
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
 	}
 }
