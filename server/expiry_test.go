@@ -67,7 +67,7 @@ func awaitExpired(e *env, thread, id string) []any {
 // the decision taken).
 func TestApprovalExpiresOnItsOwn(t *testing.T) {
 	rcv := newReceiver(t)
-	e := newEnv(t, withExpiring(t), hooksTo(rcv.url()), func(c *server.Config) { c.Webhooks.Events = []string{server.EventApprovalExpired} })
+	e := newEnv(t, withExpiring(t), hooksTo(rcv.url()), func(c *server.Config) { c.Webhooks.Hooks[0].Events = []string{server.EventApprovalExpired} })
 	id := pausePayout(e, "p1")
 	runs := awaitExpired(e, "p1", id)
 	rcv.waitFor(1, 10*time.Second)
