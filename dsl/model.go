@@ -110,12 +110,16 @@ type Mock struct {
 // ResumeStep is the value a paused test run is resumed with; Approve is
 // shorthand for {"approved": ...}. After moves the test's clock forward
 // first (gate expiry); Refused expects the resume to be refused with an
-// error containing it, leaving the thread as it was.
+// error containing it, leaving the thread as it was. As and Roles are the
+// principal the resume acts as: who decides a gate (unnamed and without
+// roles when not given).
 type ResumeStep struct {
 	Value   any           `yaml:"value"`
 	Approve *bool         `yaml:"approve"`
 	After   time.Duration `yaml:"after"`
 	Refused string        `yaml:"refused"`
+	As      string        `yaml:"as"`
+	Roles   []string      `yaml:"roles"`
 	Pos     Pos           `yaml:"-"`
 }
 

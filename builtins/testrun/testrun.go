@@ -18,6 +18,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -108,7 +109,8 @@ func runSteps(ctx context.Context, e *runner.Engine, clock *clock, g *runner.Gra
 			break // a refused call ended the run
 		}
 		clock.advance(step.After)
-		next, err := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step)})
+		next, err := e.Resume(ctx, g, "test", runner.ResumeOptions{Value: resumeOf(step),
+			RunOptions: runner.RunOptions{As: access.Principal{Tenant: t.Tenant, Name: step.As, Roles: step.Roles}}})
 		switch {
 		case step.Refused != "" && (err == nil || !strings.Contains(err.Error(), step.Refused)):
 			return []string{fmt.Sprintf("%s: resume %d: want it refused with %q, got %v", step.Pos, i+1, step.Refused, errOr(err, "no error"))}, nil, nil

@@ -10,9 +10,10 @@ import (
 
 // TestRequireGateShipped proves the shipped definitions' mutating tools
 // gated for every agent and tenant (two are gated only under a condition
-// on the call or the state: warnings), then removes the platform's
-// mutating-capability rule: the proof fails, at create_entity's
-// definition, in text and in GitHub annotations.
+// on the call or the state: warnings), then removes the
+// mutating-capability rule — the platform's, and the RRC agents' own with
+// its reviewers: the proof fails, at create_entity's definition, in text
+// and in GitHub annotations.
 func TestRequireGateShipped(t *testing.T) {
 	code, out, errOut := runCLI(t, append([]string{"validate", "--require-gate", "tool.mutating"}, shipped...)...)
 	if code != 0 || strings.Contains(out, "error") || strings.Count(out, "warning: ") != 2 {
@@ -32,6 +33,18 @@ func TestRequireGateShipped(t *testing.T) {
 	}
 	_, rest, _ := strings.Cut(string(src), "\n---\n") // the first document holds the mutating-capability rule
 	writeFile(t, platform, rest)
+	// The RRC agents replace it with their own, with reviewers: the last
+	// rule set of rules/rrc.yaml, rrc_reviewers.
+	rrc := filepath.Join(dir, "rules", "rrc.yaml")
+	if src, err = os.ReadFile(rrc); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, rrc, string(src[:strings.LastIndex(string(src), "\n---\n")+1]))
+	agents := filepath.Join(dir, "agents", "rrc.yaml")
+	if src, err = os.ReadFile(agents); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, agents, strings.ReplaceAll(string(src), ", rrc_reviewers]", "]"))
 	tools := filepath.Join(dir, "pipelines", "orchestration", "tools.yaml")
 	line := lineOf(t, tools, "  name: create_entity")
 	paths := []string{filepath.Join(dir, "pipelines"), filepath.Join(dir, "agents"), filepath.Join(dir, "rules")}

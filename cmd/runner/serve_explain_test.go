@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -32,10 +33,11 @@ func TestServeStartMessages(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "serve", "--explain", "--script", "pipelines/elyra/script.json")
+	node := lineOf(t, "pipelines/orchestration/pipeline.yaml", "  initial_llm_call:")
 	for _, want := range []string{
 		"elyra: served\n",
 		"rule_37: served\n",
-		"orchestration: not served:\n  pipelines/orchestration/pipeline.yaml:101:3: error: node initial_llm_call: no model: set model: on the node, or run the pipeline through an agent that has one\n",
+		fmt.Sprintf("orchestration: not served:\n  pipelines/orchestration/pipeline.yaml:%d:3: error: node initial_llm_call: no model: set model: on the node, or run the pipeline through an agent that has one\n", node),
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("serve --explain: exit %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
