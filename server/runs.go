@@ -39,6 +39,11 @@ func (s *Server) createRun(r *http.Request, how int) (*store.RunRecord, *liveRun
 	if q.Webhook != "" && !s.cfg.Webhooks.signs() {
 		return nil, nil, fieldProblem("webhook", "the server has no webhook secret to sign with; set webhooks.secret_env in runner.yaml")
 	}
+	if q.Webhook != "" {
+		if err := s.guard.checkURL(ctx, q.Webhook); err != nil {
+			return nil, nil, fieldProblem("webhook", "%s", err)
+		}
+	}
 	a, err := s.prepare(ctx, q)
 	if err != nil {
 		return nil, nil, err

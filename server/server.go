@@ -131,9 +131,13 @@ type Server struct {
 	scheduled chan struct{} // closed when the cron scheduler has stopped
 	// hooks is the webhook outbox (nil when the store keeps none);
 	// delivered is closed when its dispatcher has stopped
-	hooks      store.WebhookStore
-	hookClient *http.Client
-	delivered  chan struct{}
+	hooks     store.WebhookStore
+	delivered chan struct{}
+	// guard keeps a run's own webhook from private addresses; its
+	// deliveries go through runHookClient, the others' through hookClient.
+	guard         *hookGuard
+	hookClient    *http.Client
+	runHookClient *http.Client
 
 	mu      sync.Mutex
 	closing bool
@@ -208,18 +212,22 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.Webhooks.check(); err != nil {
 		return nil, err
 	}
+	guard, err := newHookGuard(cfg.Webhooks.Allow)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, runs: rs, names: map[string]string{}, started: time.Now().UTC(),
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queued: map[string][]*liveRun{},
 		owner: reclaimerOwner(), swept: make(chan struct{}), admitted: map[string]chan struct{}{},
 		metrics: newMetrics(cfg.Store), tracing: newTracing(cfg.TracerProvider), convs: newConvHub(),
 		retained: make(chan struct{}), expired: make(chan struct{}), scheduled: make(chan struct{}), delivered: make(chan struct{}),
-		hookClient: &http.Client{Timeout: postTimeout}}
+		guard: guard}
+	s.hookClient, s.runHookClient = guard.clients()
 	s.hooks, _ = cfg.Store.(store.WebhookStore)
 	s.assistants, _ = cfg.Store.(store.AssistantStore)
 	s.items, _ = cfg.Store.(store.ItemStore)
 	s.crons, _ = cfg.Store.(store.CronStore)
 	s.retention = newRetentionMetrics(s.metrics.reg)
-	var err error
 	if s.mcpKey, err = mcpSecret(ctx, cfg.Store); err != nil { // /mcp and ServeMCP sign with it
 		return nil, err
 	}

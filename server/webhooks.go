@@ -52,6 +52,10 @@ type Webhooks struct {
 	Every    time.Duration
 	Backoff  time.Duration
 	Attempts int
+	// Allow lets a run's own webhook reach these networks (CIDRs or
+	// addresses) or hosts (by name), closed to it otherwise when private
+	// (hookguard.go).
+	Allow []string
 }
 
 // Hook is one receiver of notifications: the events of Events are
@@ -356,7 +360,11 @@ func (s *Server) post(d *store.Delivery) (int, error) {
 	req.Header.Set("webhook-id", d.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", SignWebhook(secret, d.ID, ts, d.Body))
-	resp, err := s.hookClient.Do(req)
+	client := s.hookClient
+	if d.Hook == hookRun && !s.guard.allowsHost(req.URL.Hostname()) {
+		client = s.runHookClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}

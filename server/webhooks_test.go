@@ -159,7 +159,7 @@ func hooksTo(url string) func(*server.Config) {
 			panic(err)
 		}
 		c.Webhooks = server.Webhooks{Hooks: []server.Hook{{Name: "default", URL: url, Secret: key, Events: server.WebhookEvents}},
-			Every: 10 * time.Millisecond, Backoff: 20 * time.Millisecond, Attempts: 1000}
+			Every: 10 * time.Millisecond, Backoff: 20 * time.Millisecond, Attempts: 1000, Allow: []string{"127.0.0.0/8"}}
 	}
 }
 
@@ -303,6 +303,64 @@ func TestWebhooksOfRuns(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // ten dispatch intervals: anything else would have come
 	if ev := only.events(); len(ev[server.EventRunFailed]) != 1 || len(ev) != 1 {
 		t.Errorf("a webhook for run.failed got %v", ev)
+	}
+}
+
+// TestRunWebhookGuard: a run's webhook (any API client's) may not reach
+// loopback, private, link-local or metadata addresses: the POST is
+// refused at webhook when its host is one or resolves to one, and a
+// delivery whose name resolves to one by the time it connects (as a
+// rebinding DNS would make it) is refused at connect, the receiver never
+// reached; runner.yaml's webhooks_allow lets a network or a host through.
+func TestRunWebhookGuard(t *testing.T) {
+	own := newReceiver(t)
+	_, port, _ := net.SplitHostPort(own.addr)
+	e := newEnv(t, hooksTo(""), func(c *server.Config) { c.Webhooks.Allow = nil })
+	e.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
+	for _, url := range []string{own.url(), "http://localhost:" + port + "/hooks", "http://[::1]/in", "http://169.254.169.254/latest/meta-data",
+		"http://10.1.2.3/in", "https://192.168.0.7/in", "http://100.100.100.200/", "http://0.0.0.0:" + port + "/", "http://[::ffff:127.0.0.1]/"} {
+		b := e.raw("POST", "/threads/t/runs", map[string]any{"assistant_id": "steps", "webhook": url}, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(b), `"webhook"`) || !strings.Contains(string(b), "webhooks_allow") {
+			t.Errorf("webhook %s: %s", url, b)
+		}
+	}
+
+	// Connect time: a delivery to a name that resolves to loopback.
+	rebound := &store.Delivery{ID: "msg_rebound", Tenant: "acme", Hook: "run", Event: server.EventRunCompleted,
+		URL: "http://localhost:" + port + "/hooks", Body: []byte(`{}`), Status: store.DeliveryPending,
+		NextAt: time.Now(), CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := e.store.(store.WebhookStore).Enqueue(context.Background(), rebound); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds, err := e.store.(store.WebhookStore).Deliveries(context.Background(), store.DeliveryQuery{Tenant: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 1 && ds[0].Attempts > 0 {
+			if !strings.Contains(ds[0].LastError, "127.0.0.1: a run's webhook may not reach") || ds[0].Status != store.DeliveryPending {
+				t.Errorf("the rebound delivery: %+v", ds[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rebound delivery was not attempted: %+v", ds)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, hits := own.count(); got != 0 || hits != 0 {
+		t.Errorf("the receiver on loopback was reached: %v", own.events())
+	}
+
+	byName := newEnv(t, hooksTo(""), func(c *server.Config) { c.Webhooks.Allow = []string{"localhost"} })
+	byName.call("POST", "/threads", map[string]any{"thread_id": "t"}, 200)
+	byName.raw("POST", "/threads/t/runs", map[string]any{"assistant_id": "steps", "webhook": "http://127.0.0.1:" + port + "/hooks"}, http.StatusUnprocessableEntity)
+	byName.call("POST", "/threads/t/runs/wait", map[string]any{"assistant_id": "steps", "webhook": "http://localhost:" + port + "/hooks"}, 200)
+	own.waitFor(1, 10*time.Second)
+	if _, err := server.New(context.Background(), server.Config{Store: store.NewMemory(), NoAuth: true, Webhooks: server.Webhooks{Allow: []string{"10.0.0.0/33"}}}); err == nil ||
+		!strings.Contains(err.Error(), "webhooks_allow[0]") {
+		t.Errorf("a bad webhooks_allow: %v", err)
 	}
 }
 

@@ -57,6 +57,10 @@ type Config struct {
 	// Webhooks are where runner serve sends its notifications: a list of
 	// named hooks, or one hook's settings, named default.
 	Webhooks []HookConfig `koanf:"-"`
+	// WebhooksAllow lets a run's own webhook reach these networks or
+	// hosts (webhooks_allow: [10.0.0.0/8, hooks.internal]), closed to it
+	// when private.
+	WebhooksAllow []string `koanf:"webhooks_allow"`
 }
 
 // HookConfig is one hook of runner.yaml's webhooks: the URL told of the

@@ -137,6 +137,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if scfg.Webhooks, err = webhooks(cfg.Webhooks); err != nil {
 		return usageErr(err)
 	}
+	scfg.Webhooks.Allow = cfg.WebhooksAllow
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
 	scfg.OwnMetricsListener = metricsAddr != ""
 	if tp != nil {

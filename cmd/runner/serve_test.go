@@ -198,12 +198,14 @@ func TestServeWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var allow []string
 	load := func(yaml string) ([]HookConfig, error) {
 		writeFile(t, filepath.Join(dir, "runner.yaml"), yaml)
 		cfg, err := loadConfig(serve)
 		if err != nil {
 			return nil, err
 		}
+		allow = cfg.WebhooksAllow
 		return cfg.Webhooks, nil
 	}
 	one, err := load("webhooks:\n  url: https://hooks.example/in\n  secret_env: HOOK_SECRET\n  events: [run.failed, approval.requested]\n")
@@ -229,7 +231,8 @@ func TestServeWebhooks(t *testing.T) {
 	}
 
 	list, err := load("webhooks:\n  - {name: ops, url: https://ops.example/in, secret_env: HOOK_SECRET}\n" +
-		"  - {name: audit, url: https://audit.example/in, secret_env: HOOK_SECRET, events: []}\n")
+		"  - {name: audit, url: https://audit.example/in, secret_env: HOOK_SECRET, events: []}\n" +
+		"webhooks_allow: [10.0.0.0/8, hooks.internal]\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +242,9 @@ func TestServeWebhooks(t *testing.T) {
 	if h := w.Hooks; len(h) != 2 || h[0].Name != "ops" || !slices.Equal(h[0].Events, server.WebhookEvents) ||
 		h[1].Name != "audit" || h[1].URL != "https://audit.example/in" || len(h[1].Events) != 0 {
 		t.Errorf("webhooks = %+v", w)
+	}
+	if !slices.Equal(allow, []string{"10.0.0.0/8", "hooks.internal"}) {
+		t.Errorf("webhooks_allow = %v", allow)
 	}
 
 	for _, c := range []struct{ yaml, want string }{
