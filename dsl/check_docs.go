@@ -42,18 +42,22 @@ func (k *check) agent(d *Document) {
 		}
 	}
 	a.Budget = k.budget(d, p)
-	a.Schedule = k.schedule(d)
+	a.Schedule = k.schedule(d, p)
 	k.proj.Agents[a.Name] = a
 }
 
 // schedule reads an agent's schedule: and checks each entry's cron
-// expression and time zone, an error at the one that is wrong.
-func (k *check) schedule(d *Document) []runner.Scheduled {
+// expression and time zone, an error at the one that is wrong, and its
+// input as a run of p checks it (as a Test's input is checked).
+func (k *check) schedule(d *Document, p *Pipeline) []runner.Scheduled {
 	var out []runner.Scheduled
 	for _, n := range items(d.Get("schedule")) {
 		var s runner.Scheduled
 		if !k.decode(d, n, &s, "schedule") {
 			continue
+		}
+		if p != nil {
+			k.testInput(d, mapGet(n, "input"), n, p)
 		}
 		if _, err := runner.ParseSchedule(s.Cron, s.Timezone); err != nil {
 			at := mapGet(n, "cron")
@@ -418,8 +422,8 @@ func (k *check) test(d *Document) {
 	k.proj.Tests = append(k.proj.Tests, t)
 }
 
-// testInput reads a Test's input n and checks it as a run of p checks
-// it, reporting each field that does not fit at its own line:col, and a
+// testInput reads a Test's or a schedule's input n and checks it as a
+// run of p checks it, reporting each field that does not fit at its own line:col, and a
 // required field missing at the input (at at, when there is none).
 func (k *check) testInput(d *Document, n, at *yaml.Node, p *Pipeline) map[string]any {
 	if k.bad(n) {

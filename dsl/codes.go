@@ -107,7 +107,7 @@ var Codes = []struct{ Code, Meaning string }{
 	{CodeStateDefault, "a default that does not fit its type or enum"},
 	{CodeStateReducer, "a reducer that does not fit its field"},
 	{CodeInputField, "an input field with no state field of its name or type, a required one with a default, a default that does not fit"},
-	{CodeInputType, "a Test's input value that does not fit the pipeline's input, or that lacks a required field"},
+	{CodeInputType, "a Test's or a schedule's input that does not fit the pipeline's input, or that lacks a required field"},
 	{CodeExprSyntax, "a parse error, an unterminated or empty ${}"},
 	{CodeExprUnknownName, "an identifier that is not a variable"},
 	{CodeExprNoField, "a field a closed object does not declare"},
