@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
 
@@ -120,15 +121,15 @@ func (s *Server) createCron(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	thread := r.PathValue("thread")
-	if thread != "" {
-		if _, err := s.thread(ctx, thread); err != nil {
-			return err
-		}
-	}
 	q, err := decodeCron(r)
 	if err != nil {
 		return err
+	}
+	thread := r.PathValue("thread")
+	if thread != "" {
+		if err := s.cronThread(ctx, thread, q); err != nil {
+			return err
+		}
 	}
 	if q.Schedule == nil {
 		return problemf(http.StatusUnprocessableEntity, "schedule is required: a cron expression such as \"0 18 * * *\"")
@@ -146,6 +147,23 @@ func (s *Server) createCron(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, cronView(c))
+	return nil
+}
+
+// cronThread checks the thread a cron is made on: the caller's own, or,
+// when the cron's runs ask for if_not_exists create, any thread id — the
+// first tick's run creates the thread, its tenant's, as a run does (and a
+// later tick again, should it be deleted).
+func (s *Server) cronThread(ctx context.Context, thread string, q *cronRequest) error {
+	var ifNotExists string
+	_ = json.Unmarshal(q.payload["if_not_exists"], &ifNotExists)
+	if ifNotExists != "create" {
+		_, err := s.thread(ctx, thread)
+		return err
+	}
+	if err := access.CheckThreadID(thread); err != nil {
+		return fieldProblem("thread_id", "%v", err)
+	}
 	return nil
 }
 

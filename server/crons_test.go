@@ -203,6 +203,37 @@ func TestCronOnThread(t *testing.T) {
 	}
 }
 
+// TestCronCreatesItsThread: a cron made with if_not_exists create on a
+// thread that does not exist yet is accepted (without it: 404); its first
+// tick's run creates the thread, the caller's tenant's, which another
+// tenant cannot see; a later tick runs on it again.
+func TestCronCreatesItsThread(t *testing.T) {
+	clk := newVirtualClock(cronStart)
+	e := newEnv(t, onClock(clk, ""))
+	clk.waitSleepers(1)
+	cron := map[string]any{"assistant_id": "steps", "schedule": "0 * * * *"}
+	e.raw("POST", "/threads/nightly/runs/crons", cron, 404)
+	cron["if_not_exists"] = "create"
+	if c := e.call("POST", "/threads/nightly/runs/crons", cron, 200); c["thread_id"] != "nightly" {
+		t.Fatalf("created %v, want a cron on thread nightly", c)
+	}
+	e.raw("GET", "/threads/nightly", nil, 404) // made by the first tick, not before
+	clk.advance(time.Minute)                   // 10:00:30
+	th := e.call("GET", "/threads/nightly", nil, 200)
+	if meta, _ := th["metadata"].(map[string]any); meta["graph_id"] != "steps" {
+		t.Errorf("the thread the tick created: %v, want one of graph steps", th)
+	}
+	e.key = otherKey
+	e.raw("GET", "/threads/nightly", nil, 404)
+	e.key = testKey
+	first := e.list("GET", "/threads/nightly/runs", nil)[0].(map[string]any)["run_id"].(string)
+	e.call("GET", "/threads/nightly/runs/"+first+"/join", nil, 200) // the thread is free for the next tick
+	clk.advance(time.Hour)                                          // 11:00:30
+	if runs := e.list("GET", "/threads/nightly/runs", nil); len(runs) != 2 {
+		t.Errorf("runs of the created thread after two ticks: %d, want 2", len(runs))
+	}
+}
+
 // TestCronAPI: create, search, count, update and delete crons, what is
 // refused (422 saying why), and another tenant's crons unseen.
 func TestCronAPI(t *testing.T) {
