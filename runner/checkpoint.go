@@ -143,6 +143,9 @@ func (r *Run) checkpoint(ctx context.Context, c cpRecord) error {
 	if err != nil {
 		return fmt.Errorf("node %s: the state cannot be saved: %w", c.node, err)
 	}
+	if len(cp.Audit) > 0 && r.engine.Outbox != nil {
+		cp.Deliveries = r.engine.Outbox(cp)
+	}
 	if deferred { // written later: its own copies
 		cp.Snapshot, cp.Writes, cp.Meta = bytes.Clone(cp.Snapshot), bytes.Clone(cp.Writes), bytes.Clone(cp.Meta)
 		err = r.putAsync(ctx, cp)

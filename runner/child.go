@@ -62,7 +62,8 @@ func (r *Run) Now() time.Time { return r.clock.Now() }
 // over, and a child that had completed returns its result unchanged.
 func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string]any, resume any) (*Result, error) {
 	thread := fmt.Sprintf("%s/%s@%d", r.Thread, name, r.step)
-	e := &Engine{Store: r.engine.Store, Items: r.engine.Items, Sink: r.engine.Sink, Clock: r.engine.Clock, Tenant: r.tenant, meter: r.meter, parent: r.Thread, Durability: r.durability()}
+	e := &Engine{Store: r.engine.Store, Items: r.engine.Items, Sink: r.engine.Sink, Clock: r.engine.Clock, Tenant: r.tenant, meter: r.meter, parent: r.Thread, Durability: r.durability(),
+		Outbox: r.engine.Outbox}
 	opt := RunOptions{As: r.as}
 	if e.Store == nil {
 		return e.RunWith(ctx, g, thread, input, opt)

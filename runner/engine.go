@@ -45,6 +45,10 @@ type Engine struct {
 	// DurabilitySync, DurabilityAsync or DurabilityExit; "" is the
 	// graph's, else sync.
 	Durability string
+	// Outbox, when set, gives the webhook deliveries of a checkpoint that
+	// carries gate events (its Audit), written with it in the same write
+	// (store.Checkpoint.Deliveries), so a crash between the two loses none.
+	Outbox func(cp *store.Checkpoint) []*store.Delivery
 
 	meter     *meter // set for a child thread: its parent's
 	parent    string // set for a child thread: its parent thread

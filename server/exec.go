@@ -151,7 +151,7 @@ func (s *Server) execute(l *liveRun) {
 		g = &limited
 	}
 	e := &runner.Engine{Store: s.cfg.Store, Sink: s.observe(l, s.sink(l)), Tenant: l.rec.Tenant, LeaseTTL: s.cfg.LeaseTTL,
-		Durability: l.q.Durability}
+		Durability: l.q.Durability, Outbox: s.outbox(l)}
 	res, err := s.drive(ctx, e, g, l)
 	if errors.Is(context.Cause(ctx), errRollback) {
 		s.rollback(l)

@@ -160,14 +160,26 @@ func (cfg *Webhooks) secret(name string) []byte {
 // notify enqueues event, with data, for each hook that wants it, and for
 // url (a run's own, "" for none).
 func (s *Server) notify(tenant, event string, data map[string]any, url string) {
-	if s.hooks == nil || !s.cfg.Webhooks.signs() {
+	ds := s.deliveries(tenant, event, data, url)
+	if len(ds) == 0 {
 		return
+	}
+	if err := s.hooks.Enqueue(context.WithoutCancel(s.ctx), ds...); err != nil {
+		s.cfg.Log.Error("webhook not enqueued", "event", event, "tenant", tenant, "err", err)
+	}
+}
+
+// deliveries are the deliveries of event, with data, to each hook that
+// wants it, and to url (a run's own, "" for none).
+func (s *Server) deliveries(tenant, event string, data map[string]any, url string) []*store.Delivery {
+	if s.hooks == nil || !s.cfg.Webhooks.signs() {
+		return nil
 	}
 	now := time.Now().UTC()
 	body, err := json.Marshal(map[string]any{"type": event, "timestamp": now.Format(time.RFC3339Nano), "data": data})
 	if err != nil {
 		s.cfg.Log.Error("webhook body", "event", event, "err", err)
-		return
+		return nil
 	}
 	var ds []*store.Delivery
 	add := func(hook, url string) {
@@ -182,50 +194,86 @@ func (s *Server) notify(tenant, event string, data map[string]any, url string) {
 	if url != "" {
 		add(hookRun, url)
 	}
-	if len(ds) == 0 {
-		return
+	return ds
+}
+
+// The approval notifications are made from the gate events of the audit
+// ledger (store.Checkpoint.Audit) as the checkpoint that records them is
+// written, and written with it, in the same transaction
+// (runner.Engine.Outbox, store.Checkpoint.Deliveries): the gate is
+// recorded with its notification or not at all, so a crash just after the
+// checkpoint loses none, on SQLite as on PostgreSQL, with one replica or
+// several (whichever claims the delivery sends it). This needs no cursor
+// over the ledger shared by the replicas, and no event is derived twice.
+
+// gateEvents are the notifications of the ledger's gate events.
+var gateEvents = map[string]string{store.AuditOpened: EventApprovalRequested, store.AuditVoted: EventApprovalDecided,
+	store.AuditDecided: EventApprovalDecided, store.AuditExpired: EventApprovalExpired}
+
+// outbox is the runner.Engine.Outbox of l's runs: a notification of each
+// kind of gate event cp records (one approval.requested for a gate that
+// holds two calls), with the calls it concerns.
+func (s *Server) outbox(l *liveRun) func(cp *store.Checkpoint) []*store.Delivery {
+	if s.hooks == nil || !s.cfg.Webhooks.signs() {
+		return nil
 	}
-	if err := s.hooks.Enqueue(context.WithoutCancel(s.ctx), ds...); err != nil {
-		s.cfg.Log.Error("webhook not enqueued", "event", event, "tenant", tenant, "err", err)
+	return func(cp *store.Checkpoint) []*store.Delivery {
+		var order []string
+		calls := map[string][]store.AuditEntry{}
+		for _, rec := range cp.Audit {
+			e, err := rec.Entry()
+			if ev := gateEvents[e.Event]; err == nil && ev != "" {
+				if calls[ev] == nil {
+					order = append(order, ev)
+				}
+				calls[ev] = append(calls[ev], e)
+			}
+		}
+		var ds []*store.Delivery
+		for _, ev := range order {
+			ds = append(ds, s.deliveries(l.rec.Tenant, ev, gateData(l, cp, ev, calls[ev]), "")...)
+		}
+		return ds
 	}
 }
 
-// hookWatch enqueues the notifications of one run: the approvals it
-// opens and decides, and its end.
+// gateData is what a notification of event says of the gate events es
+// of cp: the run's ids, the gate's thread (a subgraph's, below the run's)
+// and node, the approval, the first call's rule, tool, decision,
+// principal and quorum, and every call's; approval.requested adds the
+// interrupts a reviewer answers.
+func gateData(l *liveRun, cp *store.Checkpoint, event string, es []store.AuditEntry) map[string]any {
+	data := hookWatch{l: l}.runData()
+	first := es[0]
+	data["gate_thread_id"], data["node"] = access.ThreadID(cp.Thread), cp.Node
+	data["rule"], data["tool"], data["call"] = first.Rule, first.Tool, first.Call
+	if first.Decision != "" {
+		data["decision"], data["principal"], data["quorum"] = first.Decision, first.Principal, first.Quorum
+	}
+	if len(cp.Approvals) > 0 {
+		data["approval_id"] = cp.Approvals[0].ID
+	}
+	list := make([]map[string]any, len(es))
+	for i, e := range es {
+		list[i] = map[string]any{"call": e.Call, "tool": e.Tool, "rule": e.Rule, "decision": e.Decision, "principal": e.Principal, "quorum": e.Quorum}
+	}
+	data["calls"] = list
+	if event == EventApprovalRequested {
+		var intr runner.Interrupt
+		if json.Unmarshal(cp.Interrupt, &intr) == nil {
+			data["interrupts"] = interruptList(&intr)
+		}
+	}
+	return data
+}
+
+// hookWatch enqueues the notification of a run's end.
 type hookWatch struct {
 	s *Server
 	l *liveRun
 }
 
-func (h hookWatch) event(ev runner.Event) {
-	switch ev.Type {
-	case runner.EventInterrupt:
-		intr, _ := ev.Data.(*runner.Interrupt)
-		if intr == nil || ev.Thread != h.l.rec.Thread {
-			return
-		}
-		data := h.runData()
-		data["interrupts"] = interruptList(intr)
-		if id, ok := intr.Payload["approval_id"]; ok {
-			data["approval_id"] = id
-		}
-		h.s.notify(h.l.rec.Tenant, EventApprovalRequested, data, "")
-	case runner.EventRule:
-		d, _ := ev.Data.(map[string]any)
-		data := h.runData()
-		switch d["action"] {
-		case "decision":
-			data["node"], data["decision"] = ev.Node, d
-			h.s.notify(h.l.rec.Tenant, EventApprovalDecided, data, "")
-		case "expired": // the gate's thread: a child thread's, for a subgraph's gate
-			data["node"], data["gate_thread_id"] = ev.Node, access.ThreadID(ev.Thread)
-			for _, k := range []string{"approval_id", "rule", "decision", "call", "tool"} {
-				data[k] = d[k]
-			}
-			h.s.notify(h.l.rec.Tenant, EventApprovalExpired, data, "")
-		}
-	}
-}
+func (hookWatch) event(runner.Event) {}
 
 func (h hookWatch) end(e runEnd) {
 	event := EventRunFailed

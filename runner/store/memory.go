@@ -78,6 +78,7 @@ func (m *memory) Put(_ context.Context, cp *Checkpoint) error {
 		m.upsert(a)
 	}
 	m.appendAudit(cp.Audit)
+	m.enqueue(cp.Deliveries)
 	if cp.Release {
 		l := m.leases[cp.Thread]
 		l.Expires = time.Time{}

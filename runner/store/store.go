@@ -105,6 +105,11 @@ type Checkpoint struct {
 	// same write (AuditStore): the gate events of the step. Not stored
 	// with the checkpoint.
 	Audit []*AuditRecord `json:"-"`
+	// Deliveries are added to the webhook outbox with the checkpoint, in
+	// the same write (WebhookStore): the notifications of the step's gate
+	// events, so none is lost if the writer dies just after. Not stored
+	// with the checkpoint.
+	Deliveries []*Delivery `json:"-"`
 }
 
 // Lease is an owner's exclusive claim on a thread until Expires: one

@@ -118,10 +118,15 @@ type memWebhooks struct {
 func (m *memory) Enqueue(_ context.Context, ds ...*Delivery) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.enqueue(ds)
+	return nil
+}
+
+// enqueue adds ds, under the store's mutex.
+func (m *memWebhooks) enqueue(ds []*Delivery) {
 	for _, d := range ds {
 		m.deliveries[d.ID] = cloneDelivery(d)
 	}
-	return nil
 }
 
 func (m *memory) Claim(_ context.Context, now time.Time, ttl time.Duration, limit int) ([]*Delivery, error) {

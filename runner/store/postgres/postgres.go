@@ -134,6 +134,10 @@ func (s *pgStore) put(ctx context.Context, cp *store.Checkpoint) error {
 		w.sql = recursive(w.sql) + "," + auditSteps(len(w.args)+1, "EXISTS (SELECT FROM ins)")
 		w.args = append(w.args, auditArgs(cp.Tenant, cp.Audit)...)
 	}
+	if len(cp.Deliveries) > 0 {
+		w.sql += pgDeliveriesStep(len(w.args) + 1)
+		w.args = append(w.args, deliveryArgs(cp.Deliveries)...)
+	}
 	w.sql += pgPutThread
 	res := s.group.Do(w)
 	switch {

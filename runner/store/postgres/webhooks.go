@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,9 +37,20 @@ CREATE INDEX webhooks_log ON webhooks (tenant, created_at, id);
 // pgDeliveryColumns are the columns scanDelivery reads, in its order.
 const pgDeliveryColumns = `id, tenant, hook, event, url, body, status, attempts, next_at, last_status, last_error, created_at, updated_at`
 
-const pgEnqueue = `INSERT INTO webhooks (` + pgDeliveryColumns + `)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $8::integer[],
-	$9::bigint[], $10::integer[], $11::text[], $12::bigint[], $13::bigint[])`
+// pgDeliveryTypes are the types of the arrays of deliveryArgs.
+var pgDeliveryTypes = []string{"text", "text", "text", "text", "text", "bytea", "text", "integer", "bigint", "integer", "text", "bigint", "bigint"}
+
+// pgInsertDeliveries inserts the deliveries of the arrays from $from on
+// (deliveryArgs) when the condition cond holds.
+func pgInsertDeliveries(from int, cond string) string {
+	arrays := make([]string, len(pgDeliveryTypes))
+	for i, t := range pgDeliveryTypes {
+		arrays[i] = fmt.Sprintf("$%d::%s[]", from+i, t)
+	}
+	return `INSERT INTO webhooks (` + pgDeliveryColumns + `) SELECT * FROM unnest(` + strings.Join(arrays, ", ") + `) WHERE ` + cond
+}
+
+var pgEnqueue = pgInsertDeliveries(1, "true")
 
 const pgSettle = `UPDATE webhooks SET status = $2, attempts = $3, next_at = $4, last_status = $5, last_error = $6,
 	updated_at = $7 WHERE id = $1`
@@ -49,10 +61,24 @@ const pgClaim = `UPDATE webhooks SET next_at = $2 WHERE id IN
 	(SELECT id FROM webhooks WHERE status = 'pending' AND next_at <= $1 ORDER BY next_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
 RETURNING ` + pgDeliveryColumns
 
+// pgDeliveriesStep is the step of a Put that adds, if it inserted the
+// checkpoint, its deliveries from $from on.
+func pgDeliveriesStep(from int) string {
+	return ",\nhooks AS (" + pgInsertDeliveries(from, "EXISTS (SELECT FROM ins)") + ")"
+}
+
 func (s *pgStore) Enqueue(ctx context.Context, ds ...*store.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
+	if res := s.group.Do(write{pgEnqueue, deliveryArgs(ds)}); res.Err != nil {
+		return fmt.Errorf("store: enqueue: %w", fault(res.Err))
+	}
+	return nil
+}
+
+// deliveryArgs are ds as the 13 arrays pgInsertDeliveries reads.
+func deliveryArgs(ds []*store.Delivery) []any {
 	var ids, tenants, hooks, events, urls, statuses, errs []string
 	var bodies [][]byte
 	var attempts, codes []int32
@@ -63,11 +89,7 @@ func (s *pgStore) Enqueue(ctx context.Context, ds ...*store.Delivery) error {
 		next, codes, errs = append(next, d.NextAt.UnixNano()), append(codes, int32(d.LastStatus)), append(errs, d.LastError)
 		created, updated = append(created, d.CreatedAt.UnixNano()), append(updated, d.UpdatedAt.UnixNano())
 	}
-	args := []any{ids, tenants, hooks, events, urls, bodies, statuses, attempts, next, codes, errs, created, updated}
-	if res := s.group.Do(write{pgEnqueue, args}); res.Err != nil {
-		return fmt.Errorf("store: enqueue: %w", fault(res.Err))
-	}
-	return nil
+	return []any{ids, tenants, hooks, events, urls, bodies, statuses, attempts, next, codes, errs, created, updated}
 }
 
 func (s *pgStore) Claim(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]*store.Delivery, error) {

@@ -438,6 +438,9 @@ func (s *sqliteStore) Put(ctx context.Context, cp *store.Checkpoint) error {
 	if len(cp.Audit) > 0 {
 		req.then(auditWrites(cp.Audit))
 	}
+	if len(cp.Deliveries) > 0 {
+		req.then(deliveryWrites(cp.Deliveries))
+	}
 	n, err := s.commitPut(ctx, req)
 	if err != nil {
 		return fmt.Errorf("store: put: thread %q checkpoint %d: %w", cp.Thread, cp.ID, fault(err))

@@ -47,6 +47,18 @@ const sqliteClaim = `UPDATE webhooks SET next_at = ?2 WHERE id IN
 RETURNING ` + sqliteDeliveryColumns
 
 func (s *sqliteStore) Enqueue(ctx context.Context, ds ...*store.Delivery) error {
+	first := deliveryWrites(ds)
+	if first == nil {
+		return nil
+	}
+	if _, err := s.commitPut(ctx, first); err != nil {
+		return fmt.Errorf("store: enqueue: %w", fault(err))
+	}
+	return nil
+}
+
+// deliveryWrites are the inserts of ds, chained (nil for none).
+func deliveryWrites(ds []*store.Delivery) *putReq {
 	var first, last *putReq
 	for _, d := range ds {
 		w := &putReq{query: sqliteEnqueue, args: []any{d.ID, d.Tenant, d.Hook, d.Event, d.URL, []byte(d.Body), d.Status, d.Attempts,
@@ -58,13 +70,7 @@ func (s *sqliteStore) Enqueue(ctx context.Context, ds ...*store.Delivery) error 
 		}
 		last = w
 	}
-	if first == nil {
-		return nil
-	}
-	if _, err := s.commitPut(ctx, first); err != nil {
-		return fmt.Errorf("store: enqueue: %w", fault(err))
-	}
-	return nil
+	return first
 }
 
 func (s *sqliteStore) Claim(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]*store.Delivery, error) {

@@ -20,15 +20,19 @@ import (
 func RunWebhookStore(t *testing.T, open func(t *testing.T) store.Store) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, w store.WebhookStore)
+		run  func(t *testing.T, s store.Store, w store.WebhookStore)
 	}{
 		{"a claim takes due deliveries once until its ttl", testClaim},
 		{"settle records an attempt", testSettle},
 		{"the log filters by tenant and status, and pages", testDeliveryLog},
 		{"concurrent claimers take each delivery once", testConcurrentClaims},
+		{"a checkpoint's deliveries are enqueued with it, a refused one's not", testCheckpointDeliveries},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, as[store.WebhookStore](t, open(t))) })
+		t.Run(tc.name, func(t *testing.T) {
+			s := open(t)
+			tc.run(t, s, as[store.WebhookStore](t, s))
+		})
 	}
 }
 
@@ -66,7 +70,7 @@ func claimIDs(t *testing.T, w store.WebhookStore, at time.Time, limit int) []str
 
 // testClaim: due deliveries are claimed oldest due first, up to the
 // limit (in any order); a claimed one is not claimed again before its ttl, and is after.
-func testClaim(t *testing.T, w store.WebhookStore) {
+func testClaim(t *testing.T, _ store.Store, w store.WebhookStore) {
 	enqueue(t, w, Delivery("a", "acme", 1), Delivery("b", "acme", 2), Delivery("c", "", 3), Delivery("later", "acme", 100))
 	now := outboxEpoch.Add(10 * time.Second)
 	if got := claimIDs(t, w, now, 2); !reflect.DeepEqual(got, []string{"a", "b"}) {
@@ -82,7 +86,7 @@ func testClaim(t *testing.T, w store.WebhookStore) {
 
 // testSettle: a delivered delivery is never claimed again, one to retry
 // is claimed at its new NextAt, and the log shows the attempt.
-func testSettle(t *testing.T, w store.WebhookStore) {
+func testSettle(t *testing.T, _ store.Store, w store.WebhookStore) {
 	ctx := context.Background()
 	enqueue(t, w, Delivery("a", "acme", 1), Delivery("b", "acme", 1))
 	ds, err := w.Claim(ctx, outboxEpoch.Add(time.Second), time.Minute, 10)
@@ -120,7 +124,7 @@ func testSettle(t *testing.T, w store.WebhookStore) {
 }
 
 // testDeliveryLog: a tenant's deliveries, newest first, by status, paged.
-func testDeliveryLog(t *testing.T, w store.WebhookStore) {
+func testDeliveryLog(t *testing.T, _ store.Store, w store.WebhookStore) {
 	enqueue(t, w, Delivery("a", "acme", 1), Delivery("b", "acme", 2), Delivery("c", "globex", 3), Delivery("d", "acme", 4))
 	d := Delivery("b", "acme", 2)
 	d.Status = store.DeliveryFailed
@@ -153,7 +157,7 @@ func testDeliveryLog(t *testing.T, w store.WebhookStore) {
 
 // testConcurrentClaims: claimers racing over 200 due deliveries take
 // each exactly once.
-func testConcurrentClaims(t *testing.T, w store.WebhookStore) {
+func testConcurrentClaims(t *testing.T, _ store.Store, w store.WebhookStore) {
 	var ds []*store.Delivery
 	for i := range 200 {
 		ds = append(ds, Delivery(fmt.Sprintf("d%03d", i), "acme", i%7))
@@ -189,5 +193,28 @@ func testConcurrentClaims(t *testing.T, w store.WebhookStore) {
 	}
 	if len(seen) != 200 {
 		t.Errorf("%d deliveries claimed, want 200", len(seen))
+	}
+}
+
+// testCheckpointDeliveries: the deliveries of a Put are pending in the
+// outbox once it is stored; a Put refused (not the next id) adds none.
+func testCheckpointDeliveries(t *testing.T, s store.Store, w store.WebhookStore) {
+	ctx := context.Background()
+	cp := Checkpoint("/acme/t", 1, true)
+	cp.Tenant, cp.Deliveries = "acme", []*store.Delivery{Delivery("msg_1", "acme", 1), Delivery("msg_2", "acme", 2)}
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatalf("Put: %v", err)
+	}
+	refused := Checkpoint("/acme/t", 1, true)
+	refused.Tenant, refused.Deliveries = "acme", []*store.Delivery{Delivery("msg_lost", "acme", 3)}
+	if err := s.Put(ctx, refused); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Put of a taken id = %v, want store.ErrConflict", err)
+	}
+	got, err := w.Deliveries(ctx, store.DeliveryQuery{Tenant: "acme"})
+	if err != nil || len(got) != 2 || got[0].ID != "msg_2" || got[1].ID != "msg_1" || got[0].Status != store.DeliveryPending {
+		t.Fatalf("Deliveries = %v, %v; want msg_2 and msg_1, pending", got, err)
+	}
+	if ids := claimIDs(t, w, outboxEpoch.Add(time.Hour), 10); len(ids) != 2 {
+		t.Errorf("claimed %v, want the checkpoint's two", ids)
 	}
 }
