@@ -101,6 +101,9 @@ type Config struct {
 	CronMissed string
 	// Webhooks is where notifications go (webhooks.go).
 	Webhooks Webhooks
+	// PublicURL is where clients reach the server (https://runner.example.com),
+	// for the console links of notifications; "": none.
+	PublicURL string
 }
 
 // Server is the HTTP API. Runs execute in goroutines it owns; Shutdown

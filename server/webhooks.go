@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,6 +73,10 @@ type Hook struct {
 	Secret []byte
 	// Events are the events the hook is told of, from every agent.
 	Events []string
+	// Template, when set, makes the body the hook is sent
+	// (SlackTemplate, or an expression's); nil: the notification's JSON,
+	// {type, timestamp, data}.
+	Template Template
 }
 
 // hookRun is the Hook of the deliveries to a run's own webhook.
@@ -182,19 +187,49 @@ func (s *Server) deliveries(tenant, event string, data map[string]any, url strin
 		return nil
 	}
 	var ds []*store.Delivery
-	add := func(hook, url string) {
-		ds = append(ds, &store.Delivery{ID: "msg_" + uuid.NewString(), Tenant: tenant, Hook: hook, Event: event, URL: url,
-			Body: body, Status: store.DeliveryPending, NextAt: now, CreatedAt: now, UpdatedAt: now})
+	add := func(hook, url string, body []byte) *store.Delivery {
+		d := &store.Delivery{ID: "msg_" + uuid.NewString(), Tenant: tenant, Hook: hook, Event: event, URL: url,
+			Body: body, Status: store.DeliveryPending, NextAt: now, CreatedAt: now, UpdatedAt: now}
+		ds = append(ds, d)
+		return d
 	}
 	for _, h := range s.cfg.Webhooks.Hooks {
-		if h.URL != "" && slices.Contains(h.Events, event) {
-			add(h.Name, h.URL)
+		if h.URL == "" || !slices.Contains(h.Events, event) {
+			continue
+		}
+		if h.Template == nil {
+			add(h.Name, h.URL, body)
+			continue
+		}
+		b, err := s.templated(h.Template, event, body)
+		if d := add(h.Name, h.URL, b); err != nil { // in the log, not sent
+			d.Body, d.Status, d.LastError = body, store.DeliveryFailed, "template: "+err.Error()
 		}
 	}
 	if url != "" {
-		add(hookRun, url)
+		add(hookRun, url, body)
 	}
 	return ds
+}
+
+// templated is the body t makes of a notification's message msg (its
+// JSON: the data as a template reads it).
+func (s *Server) templated(t Template, event string, msg []byte) ([]byte, error) {
+	var m struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, err
+	}
+	link := ""
+	if id, _ := m.Data["thread_id"].(string); id != "" && s.cfg.PublicURL != "" {
+		link = strings.TrimSuffix(s.cfg.PublicURL, "/") + "/ui/#/threads/" + neturl.PathEscape(id)
+	}
+	v, err := t(event, m.Data, link)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }
 
 // The approval notifications are made from the gate events of the audit
@@ -299,7 +334,7 @@ func (h hookWatch) end(e runEnd) {
 // runData is what every notification of the run says of it.
 func (h hookWatch) runData() map[string]any {
 	r := h.l.rec
-	return map[string]any{"run_id": r.ID, "thread_id": access.ThreadID(r.Thread), "assistant_id": AssistantID(r.Assistant)}
+	return map[string]any{"run_id": r.ID, "thread_id": access.ThreadID(r.Thread), "assistant_id": AssistantID(r.Assistant), "agent": r.Assistant}
 }
 
 // deliverAll sends the outbox's due deliveries every Webhooks.Every until

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -427,5 +428,43 @@ func TestWebhooksSeveralHooks(t *testing.T) {
 		for _, d := range e.call("GET", "/webhooks/deliveries?status=delivered", nil, 200)["deliveries"].([]any) {
 			hooks[d.(map[string]any)["hook"].(string)]++
 		}
+	}
+}
+
+// TestWebhooksSlackTemplate: a hook with the slack template gets Slack
+// incoming-webhook bodies, {"text": ...}, naming the agent, rule, tool
+// and thread, with the console's link to the thread; a template that
+// fails leaves its delivery failed in the log, saying why.
+func TestWebhooksSlackTemplate(t *testing.T) {
+	slack := newReceiver(t)
+	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}), hooksTo(slack.url()), func(c *server.Config) {
+		c.Webhooks.Hooks[0].Template = server.SlackTemplate
+		c.Webhooks.Hooks = append(c.Webhooks.Hooks, server.Hook{Name: "broken", URL: slack.url(), Secret: c.Webhooks.Hooks[0].Secret,
+			Events: []string{server.EventApprovalRequested},
+			Template: func(string, map[string]any, string) (any, error) { return nil, errors.New("no body") }})
+		c.PublicURL = "https://runner.example.com/"
+	})
+	e.call("POST", "/threads", map[string]any{"thread_id": "conv"}, 200)
+	e.call("POST", "/threads/conv/runs/wait", map[string]any{"assistant_id": "rule_37",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the Mitchell Ranch 3H well."}}}}, 200)
+	slack.waitFor(1, 10*time.Second)
+	slack.mu.Lock()
+	defer slack.mu.Unlock()
+	for _, m := range slack.got {
+		text, ok := m["text"].(string)
+		t.Logf("slack: %s", text)
+		if !ok || len(m) != 1 {
+			t.Fatalf("not a Slack body, {\"text\": ...}: %v", m)
+		}
+		for _, want := range []string{"Approval requested: agent *rule_37*", ", rule `", ", tool `", ", thread `conv`",
+			" <https://runner.example.com/ui/#/threads/conv|open in the console>"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the Slack text %q does not say %q", text, want)
+			}
+		}
+	}
+	ds, err := e.store.(store.WebhookStore).Deliveries(context.Background(), store.DeliveryQuery{Tenant: "acme", Status: store.DeliveryFailed})
+	if err != nil || len(ds) != 1 || ds[0].Hook != "broken" || ds[0].LastError != "template: no body" {
+		t.Errorf("the broken template's delivery: %+v, %v", ds, err)
 	}
 }

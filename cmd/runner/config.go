@@ -17,6 +17,7 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/cobra"
+	goyaml "go.yaml.in/yaml/v3"
 
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
@@ -61,6 +62,10 @@ type Config struct {
 	// hosts (webhooks_allow: [10.0.0.0/8, hooks.internal]), closed to it
 	// when private.
 	WebhooksAllow []string `koanf:"webhooks_allow"`
+	// PublicURL is where clients reach runner serve
+	// (public_url: https://runner.example.com), for the console links of
+	// notifications.
+	PublicURL string `koanf:"public_url"`
 }
 
 // HookConfig is one hook of runner.yaml's webhooks: the URL told of the
@@ -72,10 +77,13 @@ type HookConfig struct {
 	URL       string    `json:"url"`
 	SecretEnv string    `json:"secret_env"`
 	Events    *[]string `json:"events"`
+	// Template makes the body sent: slack, or an expr expression over
+	// event, data and link.
+	Template string `json:"template"`
 }
 
 // hookKeys are the settings of a hook.
-var hookKeys = []string{"name", "url", "secret_env", "events"}
+var hookKeys = []string{"name", "url", "secret_env", "events", "template"}
 
 // webhooksConfig reads runner.yaml's webhooks from k: a list of hooks,
 // or a map, one hook named default.
@@ -120,9 +128,9 @@ func webhooksConfig(k *koanf.Koanf) ([]HookConfig, error) {
 	return hooks, nil
 }
 
-// webhooks is the server's webhooks of hooks, each secret read from its
-// variable.
-func webhooks(hooks []HookConfig) (server.Webhooks, error) {
+// webhooks is the server's webhooks of hooks, read from the settings
+// file file: each secret read from its variable, each template compiled.
+func webhooks(file string, hooks []HookConfig) (server.Webhooks, error) {
 	var w server.Webhooks
 	for i, c := range hooks {
 		if c.Name == "" {
@@ -143,9 +151,69 @@ func webhooks(hooks []HookConfig) (server.Webhooks, error) {
 		if h.Secret, err = server.ParseWebhookSecret(v); err != nil {
 			return w, fmt.Errorf("webhooks %s: %s: %w", c.Name, c.SecretEnv, err)
 		}
+		if h.Template, err = hookTemplate(file, i, c.Template); err != nil {
+			return w, fmt.Errorf("webhooks %s: template: %w", c.Name, err)
+		}
 		w.Hooks = append(w.Hooks, h)
 	}
 	return w, nil
+}
+
+// templateEnv is what a hook's template expression reads: the event,
+// its data, and the console's link to its thread ("" without
+// public_url).
+var templateEnv = dsl.NewEnv(map[string]*dsl.Type{"event": dsl.StringType, "data": dsl.AnyType, "link": dsl.StringType})
+
+// hookTemplate is the template of the i-th hook of the settings file:
+// none, the built-in slack, or an expr expression, compiled with its
+// position in file.
+func hookTemplate(file string, i int, src string) (server.Template, error) {
+	switch src {
+	case "":
+		return nil, nil
+	case "slack":
+		return server.SlackTemplate, nil
+	}
+	text, _ := os.ReadFile(file)
+	prog, diags := dsl.Compile(dsl.Source{Text: src, Lang: dsl.Expr, File: file, Node: settingNode(text, i, "template"), Src: text},
+		templateEnv, nil)
+	if diags.HasErrors(false) {
+		return nil, diags.Err()
+	}
+	return func(event string, data map[string]any, link string) (any, error) {
+		return prog.Eval(map[string]any{"event": event, "data": data, "link": link})
+	}, nil
+}
+
+// settingNode is the YAML node of the setting key of the i-th hook of
+// the settings file text (the hook's map, when webhooks is one), for
+// positions; a bare node where it is not found.
+func settingNode(text []byte, i int, key string) *goyaml.Node {
+	var doc goyaml.Node
+	if goyaml.Unmarshal(text, &doc) != nil || len(doc.Content) == 0 {
+		return &goyaml.Node{Kind: goyaml.ScalarNode}
+	}
+	hook := mapValue(doc.Content[0], "webhooks")
+	if hook != nil && hook.Kind == goyaml.SequenceNode && i < len(hook.Content) {
+		hook = hook.Content[i]
+	}
+	if v := mapValue(hook, key); v != nil {
+		return v
+	}
+	return &goyaml.Node{Kind: goyaml.ScalarNode}
+}
+
+// mapValue is the value of key in the mapping node m, nil if none.
+func mapValue(m *goyaml.Node, key string) *goyaml.Node {
+	if m == nil || m.Kind != goyaml.MappingNode {
+		return nil
+	}
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key {
+			return m.Content[j+1]
+		}
+	}
+	return nil
 }
 
 // MCPConfig is the mcp section of runner.yaml.

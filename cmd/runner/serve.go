@@ -134,10 +134,10 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	scfg.CronMissed, _ = cmd.Flags().GetString("cron-missed")
 	scfg.Heartbeat = beat
 	scfg.Limits = serveLimits(cmd, cfg.Serve.Limits)
-	if scfg.Webhooks, err = webhooks(cfg.Webhooks); err != nil {
+	if scfg.Webhooks, err = webhooks(cfg.File, cfg.Webhooks); err != nil {
 		return usageErr(err)
 	}
-	scfg.Webhooks.Allow = cfg.WebhooksAllow
+	scfg.Webhooks.Allow, scfg.PublicURL = cfg.WebhooksAllow, cfg.PublicURL
 	metricsAddr, _ := cmd.Flags().GetString("metrics-addr")
 	scfg.OwnMetricsListener = metricsAddr != ""
 	if tp != nil {

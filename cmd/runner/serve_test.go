@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -213,15 +214,15 @@ func TestServeWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("HOOK_SECRET", "")
-	if _, err := webhooks(one); err == nil || !strings.Contains(err.Error(), "default: secret_env names HOOK_SECRET, which is not set") {
+	if _, err := webhooks("runner.yaml", one); err == nil || !strings.Contains(err.Error(), "default: secret_env names HOOK_SECRET, which is not set") {
 		t.Errorf("secret unset: %v", err)
 	}
 	t.Setenv("HOOK_SECRET", "hunter2")
-	if _, err := webhooks(one); err == nil || !strings.Contains(err.Error(), "whsec_") {
+	if _, err := webhooks("runner.yaml", one); err == nil || !strings.Contains(err.Error(), "whsec_") {
 		t.Errorf("secret not whsec_: %v", err)
 	}
 	t.Setenv("HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	w, err := webhooks(one)
+	w, err := webhooks("runner.yaml", one)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestServeWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err = webhooks(list); err != nil {
+	if w, err = webhooks("runner.yaml", list); err != nil {
 		t.Fatal(err)
 	}
 	if h := w.Hooks; len(h) != 2 || h[0].Name != "ops" || !slices.Equal(h[0].Events, server.WebhookEvents) ||
@@ -246,6 +247,22 @@ func TestServeWebhooks(t *testing.T) {
 	if !slices.Equal(allow, []string{"10.0.0.0/8", "hooks.internal"}) {
 		t.Errorf("webhooks_allow = %v", allow)
 	}
+	slack, err := load("webhooks:\n  - {name: team, url: https://hooks.slack.example/T1, secret_env: HOOK_SECRET, template: slack}\n" +
+		"  - name: mine\n    url: https://mine.example/in\n    secret_env: HOOK_SECRET\n" +
+		"    template: '{\"summary\": event + \" \" + data.thread_id, \"see\": link}'\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = webhooks("runner.yaml", slack); err != nil {
+		t.Fatal(err)
+	}
+	if body, err := w.Hooks[1].Template("run.failed", map[string]any{"thread_id": "t1"}, "https://r.example/ui/#/threads/t1"); err != nil ||
+		!reflect.DeepEqual(body, map[string]any{"summary": "run.failed t1", "see": "https://r.example/ui/#/threads/t1"}) {
+		t.Errorf("template mine: %v, %v", body, err)
+	}
+	if w.Hooks[0].Template == nil {
+		t.Errorf("template slack: none")
+	}
 
 	for _, c := range []struct{ yaml, want string }{
 		{"webhooks:\n  - {url: https://a.example, secret_env: HOOK_SECRET}\n", "webhooks[0]: no name"},
@@ -254,10 +271,14 @@ func TestServeWebhooks(t *testing.T) {
 		{"webhooks:\n  - https://a.example\n", "webhooks[0]: a hook is a map"},
 		{"webhooks: https://a.example\n", "webhooks: a list of hooks"},
 		{"webhooks:\n  - {name: a, url: https://a.example}\n", "webhooks a: no secret_env"},
+		{"webhooks:\n  - name: a\n    secret_env: HOOK_SECRET\n    template: '{\"text\": data.thread_id +}'\n",
+			"webhooks a: template: runner.yaml:4:"},
+		{"webhooks:\n  - name: a\n    secret_env: HOOK_SECRET\n    template: '{\"text\": evnt}'\n",
+			`runner.yaml:4:25: error: unknown name "evnt" (did you mean "event"?)`},
 	} {
 		hooks, err := load(c.yaml)
 		if err == nil {
-			_, err = webhooks(hooks)
+			_, err = webhooks("runner.yaml", hooks)
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
