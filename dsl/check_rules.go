@@ -234,6 +234,7 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 		if p := k.reviewers(d, mapGet(v, "reviewers"), lang, env); p != nil {
 			h.Reviewers = p
 		}
+		h.Escalate = k.escalate(d, mapGet(v, "escalate"), h, lang, env)
 		rule.HITL = h
 	case runner.ActSet:
 		rule.Set = map[string]*Expression{}
@@ -307,6 +308,26 @@ func (k *check) reviewers(d *Document, n *yaml.Node, lang Lang, env *Env) runner
 		list = append(list, item.Value)
 	}
 	return list
+}
+
+// escalate checks a gate's escalation: who it escalates to, as its
+// reviewers are checked, and that it comes before the gate expires. Nil
+// when there is none or it does not check.
+func (k *check) escalate(d *Document, n *yaml.Node, h *runner.HITL, lang Lang, env *Env) *runner.Escalate {
+	if n == nil || k.bad(n) {
+		return nil
+	}
+	esc := &runner.Escalate{}
+	after := mapGet(n, "after")
+	k.decode(d, after, &esc.After, "require_hitl.escalate.after")
+	if esc.To = k.reviewers(d, mapGet(n, "to"), lang, env); esc.To == nil {
+		return nil
+	}
+	if h.Expires > 0 && esc.After >= h.Expires {
+		k.diags.Errorf(d.Pos(after), CodeSchemaValue, "the gate escalates after %s, but expires after %s: it would expire first",
+			esc.After, h.Expires).Hint = "escalate before it expires (escalate.after shorter than expires), or drop expires"
+	}
+	return esc
 }
 
 // reviewerList is a gate's reviewers written as a list.

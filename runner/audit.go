@@ -10,18 +10,28 @@ import (
 	"github.com/runner-dev/runner/runner/store"
 )
 
-// The audit ledger. Each gate event — a call held, decided, expired — is
-// noted as the gate's journal changes and appended to the store's ledger
-// with the next checkpoint written (store.Checkpoint.Audit), in the same
-// write: the ledger holds a gate event exactly when the thread does.
+// The audit ledger. Each gate event — a call held, decided, expired,
+// escalated — is noted as the gate's journal changes and appended to the
+// store's ledger with the next checkpoint written (store.Checkpoint.Audit),
+// in the same write: the ledger holds a gate event exactly when the thread
+// does (an escalation writes its own checkpoint: escalate.go).
 
 // ledger notes event on the journal entry e, as it stands, with the
 // decision d (nil: none yet), to append with the next checkpoint; args
 // is the digest of the arguments the call was held with (an edit
 // replaces e's).
 func (r *Run) ledger(event string, e *callEntry, args string, d *Decision) {
-	a := store.AuditEntry{Time: r.clock.Now(), Event: event, Tenant: r.tenant, Thread: r.Thread, Run: r.runID, Rule: e.Rule,
-		Defs: r.Graph.Hash, Call: e.ID, Tool: e.Tool, Args: args, Quorum: quorum(e.Ballot, d)}
+	a := auditOf(store.AuditEntry{Time: r.clock.Now(), Event: event, Tenant: r.tenant, Thread: r.Thread, Run: r.runID, Defs: r.Graph.Hash}, e, args, d)
+	r.mu.Lock()
+	r.audit = append(r.audit, a)
+	r.mu.Unlock()
+}
+
+// auditOf is the ledger record of a gate event on the journal entry e,
+// as it stands, with the decision d (nil: none yet); a says when, what
+// and whose.
+func auditOf(a store.AuditEntry, e *callEntry, args string, d *Decision) *store.AuditRecord {
+	a.Rule, a.Call, a.Tool, a.Args, a.Quorum = e.Rule, e.ID, e.Tool, args, quorum(e.Ballot, d)
 	if e.Exec != nil {
 		a.Result = digest(e.Exec.Value())
 	}
@@ -31,9 +41,7 @@ func (r *Run) ledger(event string, e *callEntry, args string, d *Decision) {
 			a.EditedArgs = digest(d.Args)
 		}
 	}
-	r.mu.Lock()
-	r.audit = append(r.audit, store.NewAudit(a))
-	r.mu.Unlock()
+	return store.NewAudit(a)
 }
 
 // quorum is how far a gate's quorum is, "votes/needed": a gate without a

@@ -84,7 +84,7 @@ func (r *Run) Child(ctx context.Context, g *Graph, name string, input map[string
 		if !ok { // a value for another of the parent's interrupts: still waiting
 			return &Result{Thread: thread, Status: StatusInterrupted, Interrupt: it}, nil
 		}
-		return e.Resume(ctx, g, thread, ResumeOptions{Value: v, RunOptions: opt})
+		return e.Resume(ctx, g, thread, ResumeOptions{Value: v, Expire: r.expireOnly, RunOptions: opt})
 	}
 	return e.Resume(ctx, g, thread, ResumeOptions{RunOptions: opt}) // cut short: it goes on
 }

@@ -60,7 +60,9 @@ type callEntry struct {
 	// Ballot, for a gate whose rule names reviewers, a quorum or a
 	// requester kept apart, is who may decide it, frozen as it opened, and
 	// who has approved it so far.
-	Ballot   *access.Ballot `json:"ballot,omitempty"`
+	Ballot *access.Ballot `json:"ballot,omitempty"`
+	// Escalate, for a gate whose rule escalates, is when and to whom.
+	Escalate *escalation    `json:"escalate,omitempty"`
 	Decision *Decision      `json:"decision,omitempty"`
 	Exec     *ToolExecution `json:"exec,omitempty"`
 	State    Update         `json:"state,omitempty"` // a state-aware call's updates
@@ -212,6 +214,13 @@ func (r *Run) hold(c *toolCall, gate *Rule, e *callEntry, vars map[string]any) e
 		}
 		e.Ballot = b
 	}
+	if esc := h.Escalate; esc != nil {
+		to, err := reviewersOf(esc.To, vars)
+		if err != nil {
+			return &RuleError{Key: gate.Key, Reason: "escalate.to: " + err.Error()}
+		}
+		e.Escalate = &escalation{At: r.clock.Now().Add(esc.After), To: to}
+	}
 	c.entry = r.journal(e)
 	r.ledger(store.AuditOpened, e, digest(e.Args), nil)
 	return nil
@@ -224,22 +233,29 @@ func (r *Run) ballot(h *HITL, vars map[string]any) (*access.Ballot, error) {
 	if h.Reviewers == nil {
 		return b, nil
 	}
-	v, err := h.Reviewers.Eval(vars)
+	var err error
+	b.Reviewers, err = reviewersOf(h.Reviewers, vars)
+	return b, err
+}
+
+// reviewersOf computes a list of "role:NAME" and "principal:NAME" over
+// vars.
+func reviewersOf(ev Evaluator, vars map[string]any) (access.Reviewers, error) {
+	v, err := ev.Eval(vars)
 	if err != nil {
-		return nil, err
+		return access.Reviewers{}, err
 	}
 	list, _ := NormalizeJSON(v).([]any)
 	entries := make([]string, len(list))
 	for i, x := range list {
 		if entries[i], _ = x.(string); entries[i] == "" {
-			return nil, fmt.Errorf("entry %d is %s, not a reviewer: a list of \"role:NAME\" and \"principal:NAME\"", i+1, jsonType(x))
+			return access.Reviewers{}, fmt.Errorf("entry %d is %s, not a reviewer: a list of \"role:NAME\" and \"principal:NAME\"", i+1, jsonType(x))
 		}
 	}
 	if list == nil && v != nil {
-		return nil, fmt.Errorf("%s, not a list of \"role:NAME\" and \"principal:NAME\"", jsonType(NormalizeJSON(v)))
+		return access.Reviewers{}, fmt.Errorf("%s, not a list of \"role:NAME\" and \"principal:NAME\"", jsonType(NormalizeJSON(v)))
 	}
-	b.Reviewers, err = access.ParseReviewers(entries)
-	return b, err
+	return access.ParseReviewers(entries)
 }
 
 // gateRule returns the require_hitl rule called key.
@@ -330,38 +346,53 @@ var approvalNS = uuid.MustParse("5d0c9a7e-3b41-5f2a-8c6d-7e9f0a1b2c3d")
 // holds the journal's entries of the calls — arguments, rule, ballot and
 // decision. The next checkpoint writes it.
 func (r *Run) approvalOf(calls []*toolCall, status string) *store.Approval {
-	first := calls[0].entry
 	entries := make([]*callEntry, len(calls))
-	var keys []string
 	for i, c := range calls {
 		entries[i] = c.entry
-		for _, k := range r.ballotOf(c.entry).Reviewers.Keys() {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
 	}
-	rec, _ := json.Marshal(map[string]any{"calls": entries, "trigger": first.trigger(), "node": r.in.Node})
 	now := r.clock.Now()
-	a := &store.Approval{ID: r.approvalID(first.ID), Tenant: r.tenant, Thread: r.Thread,
-		Agent: or(r.agentName(), r.Graph.Name), Rule: first.Rule, Status: status, Reviewers: keys, CreatedAt: now, UpdatedAt: now, Record: rec}
-	if first.Expires != nil {
-		a.ExpiresAt = *first.Expires
-	}
+	a := &store.Approval{ID: approvalID(r.Thread, entries[0].ID), Tenant: r.tenant, Thread: r.Thread,
+		Agent: or(r.agentName(), r.Graph.Name), Status: status, CreatedAt: now, UpdatedAt: now}
+	a.Record = holding(a, entries, r.in.Node)
 	return a
 }
 
-// approvalID is the ID of the approval of the thread's gate whose first
-// call is call.
-func (r *Run) approvalID(call string) string {
-	return uuid.NewSHA1(approvalNS, []byte(r.Thread+"/"+call)).String()
+// holding sets what of approval a its held calls' journal entries say —
+// its rule, reviewers, expiry and escalation — and returns its record.
+func holding(a *store.Approval, entries []*callEntry, node string) json.RawMessage {
+	first := entries[0]
+	a.Rule, a.Reviewers, a.ExpiresAt, a.EscalateAt = first.Rule, nil, time.Time{}, time.Time{}
+	for _, e := range entries {
+		for _, k := range ballotIn(a.Tenant, e).Reviewers.Keys() {
+			if !slices.Contains(a.Reviewers, k) {
+				a.Reviewers = append(a.Reviewers, k)
+			}
+		}
+	}
+	if first.Expires != nil {
+		a.ExpiresAt = *first.Expires
+	}
+	if esc := first.Escalate; esc != nil && esc.Done == nil {
+		a.EscalateAt = esc.At
+	}
+	rec, _ := json.Marshal(map[string]any{"calls": entries, "trigger": first.trigger(), "node": node})
+	return rec
+}
+
+// approvalID is the ID of the approval of thread's gate whose first call
+// is call.
+func approvalID(thread, call string) string {
+	return uuid.NewSHA1(approvalNS, []byte(thread+"/"+call)).String()
 }
 
 // ballotOf is who may decide the call e: anyone of the run's tenant for a
 // gate whose rule names no one.
-func (r *Run) ballotOf(e *callEntry) access.Ballot {
+func (r *Run) ballotOf(e *callEntry) access.Ballot { return ballotIn(r.tenant, e) }
+
+// ballotIn is who may decide the call e of a thread of tenant.
+func ballotIn(tenant string, e *callEntry) access.Ballot {
 	if e.Ballot == nil {
-		return access.Ballot{Tenant: r.tenant}
+		return access.Ballot{Tenant: tenant}
 	}
 	return *e.Ballot
 }
@@ -479,7 +510,7 @@ func (r *Run) expire(gated []*toolCall) bool {
 		c.entry = r.journal(&cp)
 		r.ledger(store.AuditExpired, &cp, digest(cp.Args), cp.Decision)
 		r.emit(EventRule, r.in.Node, map[string]any{"rule": e.Rule, "action": "expired", "decision": cp.Decision.Type,
-			"approval_id": r.approvalID(gated[0].entry.ID), "call": e.ID, "tool": e.Tool})
+			"approval_id": approvalID(r.Thread, gated[0].entry.ID), "call": e.ID, "tool": e.Tool})
 	}
 	return all
 }
@@ -561,6 +592,9 @@ func (r *Run) gateInterrupt(calls []*toolCall) *Interrupt {
 	}
 	if b := first.Ballot; b != nil { // who may decide, and the quorum's progress
 		payload["ballot"] = b
+	}
+	if esc := first.Escalate; esc != nil {
+		payload["escalation"] = esc
 	}
 	if after {
 		payload["result"] = first.Exec.Value()

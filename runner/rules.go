@@ -140,6 +140,18 @@ type HITL struct {
 	// DistinctFromRequester keeps the principal who started the run from
 	// deciding.
 	DistinctFromRequester bool
+	// Escalate, when set, widens who may decide a gate still pending
+	// After it opened.
+	Escalate *Escalate
+}
+
+// Escalate is a require_hitl gate's escalation: After the gate opened,
+// To — computed over the rule's variables as it opens, a list of
+// "role:NAME" and "principal:NAME", frozen in the journal — joins its
+// reviewers.
+type Escalate struct {
+	After time.Duration
+	To    Evaluator
 }
 
 // ballots reports whether a gate of h records who may decide it.

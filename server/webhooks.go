@@ -31,12 +31,14 @@ const (
 	EventApprovalRequested = "approval.requested"
 	EventApprovalDecided   = "approval.decided"
 	EventApprovalExpired   = "approval.expired"
+	EventApprovalEscalated = "approval.escalated"
 	EventRunCompleted      = "run.completed"
 	EventRunFailed         = "run.failed"
 )
 
 // WebhookEvents are the events a webhook can subscribe to.
-var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventRunCompleted, EventRunFailed}
+var WebhookEvents = []string{EventApprovalRequested, EventApprovalDecided, EventApprovalExpired, EventApprovalEscalated,
+	EventRunCompleted, EventRunFailed}
 
 // Webhooks is where the server sends its notifications: to each of
 // Hooks the events it wants, from the store's outbox

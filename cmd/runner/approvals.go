@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/store"
 )
@@ -35,7 +38,7 @@ func newApprovals() *cobra.Command {
 	decide.Flags().String("value", `{"approved": true}`, "the verdict, as JSON or @FILE")
 	decide.Flags().String("script", "", "answer the resumed run's LLM calls from this file of scripted replies")
 	sweep := &cobra.Command{Use: "sweep [TARGET...]",
-		Short: "Apply on_expire to every tenant's pending approvals past their expiry, resuming each thread without a verdict (TARGET: the definitions; default: each approval's agent)",
+		Short: "Escalate every tenant's pending approvals due to escalate, and apply on_expire to those past their expiry, resuming each thread without a verdict (TARGET: the definitions; default: each approval's agent)",
 		Args:  cobra.ArbitraryArgs, RunE: approvalsSweep}
 	sweep.Flags().String("script", "", "answer the resumed runs' LLM calls from this file of scripted replies")
 	cmd.AddCommand(list, show, decide, sweep)
@@ -181,6 +184,11 @@ func approvalsSweep(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	escalated, err := escalateDue(cmd, st, as)
+	if err != nil {
+		st.Close()
+		return err
+	}
 	due, err := as.Approvals(cmd.Context(), store.ApprovalQuery{AllTenants: true, Status: store.ApprovalPending,
 		ExpiresBefore: time.Now(), Oldest: true})
 	st.Close()
@@ -190,22 +198,23 @@ func approvalsSweep(cmd *cobra.Command, args []string) error {
 	f := cmd.Flags()
 	dsn, _ := f.GetString("store")
 	script, _ := f.GetString("script")
-	failed, seen := 0, map[string]bool{}
+	failed, seen := escalated, map[string]bool{}
 	for _, a := range due {
-		if seen[a.Thread] || a.Thread != access.Root(a.Thread) {
-			continue // one resume a thread; a child's gate expires with its parent's resume
+		root := access.Root(a.Thread) // a child's gate expires with its root's resume
+		if seen[root] {
+			continue // one resume a thread
 		}
-		seen[a.Thread] = true
+		seen[root] = true
 		target := args
 		if len(target) == 0 {
 			target = []string{a.Agent}
 		}
-		argv := append(append([]string{"exec"}, target...), "--store", dsn, "--resume", a.Thread, "--expire")
+		argv := append(append([]string{"exec"}, target...), "--store", dsn, "--resume", root, "--expire")
 		if script != "" {
 			argv = append(argv, "--script", script)
 		}
 		code := run(argv, io.Discard, cmd.ErrOrStderr())
-		fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\texit %d\n", a.ID, access.ThreadID(a.Thread), a.Rule, code)
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\texit %d\n", a.ID, access.ThreadID(root), a.Rule, code)
 		if code != 0 && code != exitPaused && failed == 0 {
 			failed = code
 		}
@@ -214,4 +223,34 @@ func approvalsSweep(cmd *cobra.Command, args []string) error {
 		return &exitError{code: failed}
 	}
 	return nil
+}
+
+// escalateDue escalates every tenant's pending approvals due to escalate,
+// as the server's sweep does (a claim in the store, then the engine's
+// escalation under the thread's lease, no run), printing a line for
+// each; it returns the exit code of the first that failed (0: none).
+func escalateDue(cmd *cobra.Command, st store.Store, as store.ApprovalStore) (int, error) {
+	now := time.Now()
+	due, err := as.Approvals(cmd.Context(), store.ApprovalQuery{AllTenants: true, Status: store.ApprovalPending,
+		EscalateBefore: now, Oldest: true})
+	if err != nil {
+		return 0, err
+	}
+	e := &runner.Engine{Store: st}
+	failed := 0
+	for _, a := range due {
+		won, err := as.ClaimEscalation(cmd.Context(), a.ID, a.EscalateAt, now.Add(time.Minute))
+		var esc *runner.Escalation
+		if err == nil && won {
+			esc, err = e.Escalate(cmd.Context(), a)
+		}
+		switch {
+		case err != nil:
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s\t%s\t%s\tnot escalated: %v\n", a.ID, access.ThreadID(a.Thread), a.Rule, err)
+			failed = cmp.Or(failed, 1)
+		case esc != nil:
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\tescalated to %s\n", a.ID, access.ThreadID(a.Thread), a.Rule, strings.Join(esc.Approval.Reviewers, ", "))
+		}
+	}
+	return failed, nil
 }

@@ -47,3 +47,42 @@ func TestApprovalsSweep(t *testing.T) {
 		t.Errorf("a second sweep: exit %d, %q", code, out)
 	}
 }
+
+// TestApprovalsSweepEscalates: runner approvals sweep escalates an
+// approval whose escalation is due, once: before it, a CFO neither sees
+// nor may decide the payout's approval; after, they see it and decide
+// it, and a second sweep finds nothing to do.
+func TestApprovalsSweepEscalates(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+	if code, _, errOut := runCLI(t, "exec", "--store", db, "testdata/escalating.yaml", "--tenant", "acme", "--thread", "p1",
+		"--input", `{"amount": 500}`, "--as", "bob"); code != 3 {
+		t.Fatalf("start: exit %d, want 3: %s", code, errOut)
+	}
+	approvals := func(args ...string) (int, string, string) {
+		return runCLI(t, append([]string{"approvals", "--store", db}, args...)...)
+	}
+	cfo := []string{"--tenant", "acme", "--as", "alice", "--role", "cfo"}
+	if code, out, errOut := approvals("sweep"); code != 0 || out != "" {
+		t.Fatalf("sweep before the escalation: exit %d, %q %s", code, out, errOut)
+	}
+	if _, out, _ := approvals(append([]string{"list"}, cfo...)...); strings.Contains(out, "payments:payout") {
+		t.Fatalf("a CFO lists the approval before its escalation:\n%s", out)
+	}
+	approve := append([]string{"exec", "--store", db, "testdata/escalating.yaml", "--resume", "/acme/p1", "--value", `{"approved": true}`}, cfo[2:]...)
+	if code, _, errOut := runCLI(t, approve...); code != 2 || !strings.Contains(errOut, "not among its reviewers") {
+		t.Fatalf("a CFO decides before the escalation: exit %d, %s", code, errOut)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if code, out, errOut := approvals("sweep"); code != 0 || !strings.Contains(out, "p1\tpayments:payout\tescalated to role:ops-lead, role:cfo") {
+		t.Fatalf("sweep after the escalation is due: exit %d, %q %s", code, out, errOut)
+	}
+	if code, out, _ := approvals("sweep"); code != 0 || out != "" {
+		t.Errorf("a second sweep: exit %d, %q", code, out)
+	}
+	if _, out, _ := approvals(append([]string{"list"}, cfo...)...); !strings.Contains(out, "payments:payout") {
+		t.Fatalf("a CFO does not list the escalated approval:\n%s", out)
+	}
+	if code, out, errOut := runCLI(t, approve...); code != 0 || !strings.Contains(out, "paid 500") {
+		t.Fatalf("a CFO decides after the escalation: exit %d, %s %s", code, out, errOut)
+	}
+}
