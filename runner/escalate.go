@@ -74,10 +74,10 @@ type Escalation struct {
 // Escalate escalates approval a, the record of a pending approval of the
 // engine's store, when its escalation is due on the engine's clock: the
 // held calls' reviewers widen, an escalated record is appended to the
-// ledger, all in one checkpoint of a's thread written under the lease of
-// its root (a root leased by a run is ErrThreadBusy: that run resumes the
-// thread). It returns nil when nothing was due — the thread went on, or
-// another escalated it first.
+// ledger, with Outbox's deliveries, all in one checkpoint of a's thread
+// written under the lease of its root (a root leased by a run is
+// ErrThreadBusy: that run resumes the thread). It returns nil when
+// nothing was due — the thread went on, or another escalated it first.
 func (e *Engine) Escalate(ctx context.Context, a *store.Approval) (*Escalation, error) {
 	if e.Store == nil {
 		return nil, errors.New("escalating needs a store")
@@ -129,6 +129,9 @@ func (e *Engine) Escalate(ctx context.Context, a *store.Approval) (*Escalation, 
 	}
 	if root == a.Thread {
 		cp.Lease = l.Token
+	}
+	if e.Outbox != nil {
+		cp.Deliveries = e.Outbox(cp)
 	}
 	if err := e.Store.Put(ctx, cp); err != nil {
 		return nil, err

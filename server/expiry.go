@@ -30,9 +30,10 @@ import (
 // it claims each escalation in the store (ClaimEscalation, a
 // compare-and-set), so of several replicas one escalates it, and the
 // engine widens its reviewers without a run (runner.Engine.Escalate: a
-// checkpoint repeating the pause, under the thread's lease); then
-// approval.escalated is sent. An escalation that fails (its thread busy)
-// is claimed again once its claim lapses.
+// checkpoint repeating the pause, under the thread's lease), whose
+// approval.escalated notification is written with it (gateOutbox). An
+// escalation that fails (its thread busy) is claimed again once its
+// claim lapses.
 
 // DefaultApprovalsEvery is the interval of the approval sweep when
 // Config.ApprovalsEvery is zero.
@@ -73,7 +74,6 @@ func (s *Server) escalateDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("server: looking for approvals to escalate: %w", err)
 	}
-	e := &runner.Engine{Store: s.cfg.Store, LeaseTTL: s.cfg.LeaseTTL}
 	n := 0
 	var first error
 	for _, a := range due {
@@ -82,6 +82,10 @@ func (s *Server) escalateDue(ctx context.Context) (int, error) {
 			first = cmp.Or(first, err)
 			continue
 		}
+		run := func() map[string]any {
+			return map[string]any{"thread_id": access.ThreadID(access.Root(a.Thread)), "assistant_id": AssistantID(a.Agent)}
+		}
+		e := &runner.Engine{Store: s.cfg.Store, LeaseTTL: s.cfg.LeaseTTL, Outbox: s.gateOutbox(a.Tenant, run)}
 		esc, err := e.Escalate(ctx, a)
 		if err != nil {
 			first = cmp.Or(first, fmt.Errorf("server: escalating approval %s: %w", a.ID, err))
@@ -92,9 +96,6 @@ func (s *Server) escalateDue(ctx context.Context) (int, error) {
 		}
 		n++
 		s.cfg.Log.Info("approval escalated", "approval", a.ID, "thread", a.Thread, "reviewers", esc.Approval.Reviewers)
-		s.notify(a.Tenant, EventApprovalEscalated, map[string]any{"approval_id": a.ID, "rule": a.Rule, "assistant_id": AssistantID(a.Agent),
-			"thread_id": access.ThreadID(access.Root(a.Thread)), "gate_thread_id": access.ThreadID(a.Thread), "calls": esc.Calls,
-			"reviewers": esc.Approval.Reviewers}, "")
 	}
 	return n, first
 }

@@ -245,12 +245,19 @@ func (s *Server) templated(t Template, event string, msg []byte) ([]byte, error)
 
 // gateEvents are the notifications of the ledger's gate events.
 var gateEvents = map[string]string{store.AuditOpened: EventApprovalRequested, store.AuditVoted: EventApprovalDecided,
-	store.AuditDecided: EventApprovalDecided, store.AuditExpired: EventApprovalExpired}
+	store.AuditDecided: EventApprovalDecided, store.AuditExpired: EventApprovalExpired, store.AuditEscalated: EventApprovalEscalated}
 
 // outbox is the runner.Engine.Outbox of l's runs: a notification of each
 // kind of gate event cp records (one approval.requested for a gate that
 // holds two calls), with the calls it concerns.
 func (s *Server) outbox(l *liveRun) func(cp *store.Checkpoint) []*store.Delivery {
+	return s.gateOutbox(l.rec.Tenant, hookWatch{l: l}.runData)
+}
+
+// gateOutbox is the runner.Engine.Outbox of tenant's gates, whose
+// notifications say of the run what run returns (the approval sweep's
+// escalation, made by no run: its thread and assistant).
+func (s *Server) gateOutbox(tenant string, run func() map[string]any) func(cp *store.Checkpoint) []*store.Delivery {
 	if s.hooks == nil || !s.cfg.Webhooks.signs() {
 		return nil
 	}
@@ -268,19 +275,19 @@ func (s *Server) outbox(l *liveRun) func(cp *store.Checkpoint) []*store.Delivery
 		}
 		var ds []*store.Delivery
 		for _, ev := range order {
-			ds = append(ds, s.deliveries(l.rec.Tenant, ev, gateData(l, cp, ev, calls[ev]), "")...)
+			ds = append(ds, s.deliveries(tenant, ev, gateData(run(), cp, ev, calls[ev]), "")...)
 		}
 		return ds
 	}
 }
 
 // gateData is what a notification of event says of the gate events es
-// of cp: the run's ids, the gate's thread (a subgraph's, below the run's)
-// and node, the approval, the first call's rule, tool, decision,
-// principal and quorum, and every call's; approval.requested adds the
-// interrupts a reviewer answers.
-func gateData(l *liveRun, cp *store.Checkpoint, event string, es []store.AuditEntry) map[string]any {
-	data := hookWatch{l: l}.runData()
+// of cp: data, the run's ids, with the gate's thread (a subgraph's, below
+// the run's) and node, the approval, the first call's rule, tool,
+// decision, principal and quorum, and every call's; approval.requested
+// adds the interrupts a reviewer answers, approval.escalated who may
+// decide now.
+func gateData(data map[string]any, cp *store.Checkpoint, event string, es []store.AuditEntry) map[string]any {
 	first := es[0]
 	data["gate_thread_id"], data["node"] = access.ThreadID(cp.Thread), cp.Node
 	data["rule"], data["tool"], data["call"] = first.Rule, first.Tool, first.Call
@@ -295,11 +302,14 @@ func gateData(l *liveRun, cp *store.Checkpoint, event string, es []store.AuditEn
 		list[i] = map[string]any{"call": e.Call, "tool": e.Tool, "rule": e.Rule, "decision": e.Decision, "principal": e.Principal, "quorum": e.Quorum}
 	}
 	data["calls"] = list
-	if event == EventApprovalRequested {
+	switch {
+	case event == EventApprovalRequested:
 		var intr runner.Interrupt
 		if json.Unmarshal(cp.Interrupt, &intr) == nil {
 			data["interrupts"] = interruptList(&intr)
 		}
+	case event == EventApprovalEscalated && len(cp.Approvals) > 0:
+		data["reviewers"] = cp.Approvals[0].Reviewers
 	}
 	return data
 }
