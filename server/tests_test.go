@@ -142,3 +142,34 @@ func TestRunTestDocumentsCover(t *testing.T) {
 		t.Errorf("tenant other's groups %v, want its rule set too", got)
 	}
 }
+
+// TestRunTestDocumentsAs: POST /tests/run resumes a Test as the
+// principals its resume steps name (as:, roles:), as runner test does:
+// the payout's gate refuses an ops-lead and a second approval by the
+// same cfo, and two distinct cfos pay once.
+func TestRunTestDocumentsAs(t *testing.T) {
+	payout, err := os.ReadFile("../cmd/runner/testdata/payout.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(payout) + `---
+apiVersion: runner/v1
+kind: Test
+metadata: {name: payout_by_two_cfos}
+agent: payout
+input: {amount: 20000}
+resume:
+  - {approve: true, as: bob, roles: [ops-lead], refused: "bob (roles ops-lead) is not among its reviewers (roles cfo)"}
+  - {approve: true, as: carol, roles: [cfo]}
+  - {approve: true, as: carol, roles: [cfo], refused: "carol has decided it already"}
+  - {approve: true, as: dave, roles: [cfo]}
+expect:
+  status: completed
+  tool_runs: {pay: 1}
+`
+	e := newEnv(t, func(c *server.Config) { c.Tests = suite(t, src) })
+	rep := e.call("POST", "/tests/run", map[string]any{}, 200)
+	if rep["passed"] != 1.0 || rep["failed"] != 0.0 {
+		t.Fatalf("report %v; want the Test passed", rep)
+	}
+}
