@@ -23,27 +23,51 @@ func threadKey(ctx context.Context, id string) string {
 	return access.ThreadKey(principal(ctx).Tenant, id)
 }
 
-// authenticate lets a request through as the principal of its API key
-// (x-api-key, or Authorization: Bearer), or as the local principal
-// without auth; without a known key it is 401.
+// authenticate lets a request through as the principal of its
+// credentials (caller), or as the local principal without auth; without
+// good credentials it is 401 (503 when a token's issuer cannot be read).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := access.Local(), s.cfg.NoAuth
-		if !ok {
-			key := r.Header.Get("X-Api-Key")
-			if b, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); key == "" && bearer {
-				key = strings.TrimSpace(b)
-			}
-			p, ok = s.cfg.Keys.Lookup(key)
+		p, err := access.Local(), error(nil)
+		if !s.cfg.NoAuth {
+			p, err = s.caller(r)
 		}
-		if !ok {
+		switch {
+		case errors.Is(err, access.ErrIssuerUnavailable):
+			s.writeProblem(w, problemf(http.StatusServiceUnavailable, "%v", err))
+			return
+		case errors.Is(err, access.ErrToken):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runner", error="invalid_token"`)
+			s.writeProblem(w, problemf(http.StatusUnauthorized, "%v", err))
+			return
+		case err != nil:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runner"`)
-			s.writeProblem(w, problemf(http.StatusUnauthorized, "a valid API key is required (x-api-key header or Authorization: Bearer)"))
+			s.writeProblem(w, problemf(http.StatusUnauthorized, "%v", err))
 			return
 		}
 		notePrincipal(r.Context(), p)
 		next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), p)))
 	})
+}
+
+// caller is the principal of r's credentials: an API key (x-api-key, or
+// Authorization: Bearer), or else, when the server verifies tokens
+// (Config.Tokens), a bearer JWT.
+func (s *Server) caller(r *http.Request) (access.Principal, error) {
+	key, bearer := r.Header.Get("X-Api-Key"), false
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); key == "" && ok {
+		key, bearer = strings.TrimSpace(b), true
+	}
+	if p, ok := s.cfg.Keys.Lookup(key); ok {
+		return p, nil
+	}
+	if bearer && s.cfg.Tokens != nil && access.IsJWT(key) {
+		return s.cfg.Tokens.Principal(r.Context(), key)
+	}
+	if s.cfg.Tokens != nil {
+		return access.Principal{}, errors.New("a valid API key (x-api-key header or Authorization: Bearer) or a bearer token of the configured issuer is required")
+	}
+	return access.Principal{}, errors.New("a valid API key is required (x-api-key header or Authorization: Bearer)")
 }
 
 // thread returns the record of the thread the request's principal knows

@@ -134,6 +134,7 @@ type env struct {
 	db      string // the SQLite file of store
 	release chan struct{}
 	key     string
+	token   string // a bearer token sent, when set, as Authorization
 }
 
 // newEnv serves the test graphs from a SQLite file store.
@@ -184,6 +185,9 @@ func (e *env) request(method, path string, body any, header ...string) *http.Res
 	req.Header.Set("Content-Type", "application/json")
 	if e.key != "" {
 		req.Header.Set("X-Api-Key", e.key)
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -59,6 +59,10 @@ type Config struct {
 	// Keys maps the hex SHA-256 hash of each API key to the principal it
 	// identifies (access.ParseKeys reads a keys file).
 	Keys access.Keys
+	// Tokens, when set, verifies bearer JWTs of an OIDC issuer: each
+	// names a principal as a key does (access.NewTokens); keys work
+	// beside them.
+	Tokens *access.Tokens
 	// NoAuth serves every request without a key, as the local principal
 	// of the default tenant (local development only).
 	NoAuth bool
@@ -183,8 +187,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := prober.Probe(ctx); err != nil { // a server that cannot write does not start
 		return nil, err
 	}
-	if len(cfg.Keys) == 0 && !cfg.NoAuth {
-		return nil, errors.New("server: no API keys; configure some, or serve without auth for local use")
+	if len(cfg.Keys) == 0 && cfg.Tokens == nil && !cfg.NoAuth {
+		return nil, errors.New("server: no API keys nor token issuer; configure some, or serve without auth for local use")
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 5 * time.Second

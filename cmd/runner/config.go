@@ -22,6 +22,7 @@ import (
 	"github.com/runner-dev/runner/builtins"
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
+	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/server"
 )
 
@@ -55,6 +56,10 @@ type Config struct {
 	Serve ServeConfig `koanf:"serve"`
 	// MCP holds the settings of the agents served as MCP tools.
 	MCP MCPConfig `koanf:"mcp"`
+	// OIDC, when its issuer is set, has runner serve take bearer JWTs of
+	// that issuer beside API keys (oidc: {issuer: ..., audience: ...},
+	// RUNNER_OIDC_ISSUER).
+	OIDC access.OIDC `koanf:"-"`
 	// Webhooks are where runner serve sends its notifications: a list of
 	// named hooks, or one hook's settings, named default.
 	Webhooks []HookConfig `koanf:"-"`
@@ -262,7 +267,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		if key == "paths" {
 			return key, strings.Split(v, ",")
 		}
-		for _, section := range []string{"budget", "retention", "serve", "mcp"} {
+		for _, section := range []string{"budget", "retention", "serve", "mcp", "oidc"} {
 			if field, ok := strings.CutPrefix(key, section+"_"); ok {
 				return section + "." + field, v
 			}
@@ -291,6 +296,9 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if cfg.Webhooks, err = webhooksConfig(k); err != nil {
 		return nil, err
 	}
+	if cfg.OIDC, err = oidcSettings(k); err != nil {
+		return nil, err
+	}
 	if cfg.RetentionEvery, err = retentionEvery(k, cfg.Retention); err != nil {
 		return nil, err
 	}
@@ -298,6 +306,22 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 		cfg.Paths = existing(relativeTo(base, defaultPaths))
 	}
 	return cfg, nil
+}
+
+// oidcSettings reads the oidc section of k; a setting it does not know
+// is an error naming those it does.
+func oidcSettings(k *koanf.Koanf) (access.OIDC, error) {
+	var o access.OIDC
+	known := []string{"issuer", "audience", "tenant_claim", "principal_claim", "roles_claim", "tenant"}
+	for _, key := range k.Cut("oidc").Keys() {
+		if !slices.Contains(known, key) {
+			return o, fmt.Errorf("oidc settings: unknown setting %q: the settings are %s", key, strings.Join(known, ", "))
+		}
+	}
+	if err := k.UnmarshalWithConf("oidc", &o, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
+		return o, fmt.Errorf("oidc settings: %w", err)
+	}
+	return o, nil
 }
 
 // retentionEvery is the interval of retention.every in k; without one,

@@ -44,8 +44,11 @@ with roles, in runner.yaml (serve: {api_keys: {<sha256>: acme}}) or in the
   <sha256>: acme
   <sha256>: {tenant: acme, principal: alice, roles: [ops-lead]}
 
-runner keys new makes a key and prints its line. Each tenant's thread ids
-are its own: an id another tenant uses looks unknown.`,
+runner keys new makes a key and prints its line. With runner.yaml's oidc
+section (oidc: {issuer: URL, audience: ID}), a bearer JWT of that issuer
+identifies a principal too, its tenant, name and roles read from its
+claims. Each tenant's thread ids are its own: an id another tenant uses
+looks unknown.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
@@ -83,6 +86,12 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	keys, err := apiKeys(cmd, cfg)
 	if err != nil {
 		return usageErr(err)
+	}
+	var tokens *access.Tokens
+	if cfg.OIDC != (access.OIDC{}) {
+		if tokens, err = access.NewTokens(cfg.OIDC); err != nil {
+			return usageErr(err)
+		}
 	}
 	checker, proj, err := checkedProject(cmd, cfg.Paths)
 	if err != nil {
@@ -127,7 +136,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	scfg := server.Config{Graphs: graphs, Store: st, Keys: keys, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
+	scfg := server.Config{Graphs: graphs, Store: st, Keys: keys, Tokens: tokens, NoAuth: noAuth, CORSOrigins: origins, Version: version(), Log: log,
 		LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention, RetentionEvery: cfg.RetentionEvery, Tests: &testrun.Suite{Checker: checker, Project: proj},
 		MCP: cfg.MCP.Enabled}
 	scfg.MaxStream, _ = cmd.Flags().GetDuration("max-stream")

@@ -1,8 +1,9 @@
 // Package access decides who may do what, for the server and the CLI
 // alike: the Principal a request or a command acts as (a tenant, a name
 // within it, roles), the keys file that maps API keys to principals
-// (ParseKeys), the store ids of a tenant's threads (ThreadKey), and the one
-// decision whether a principal may use a thread (Authorize).
+// (ParseKeys), the bearer tokens of an OIDC issuer that name principals
+// too (Tokens), the store ids of a tenant's threads (ThreadKey), and the
+// one decision whether a principal may use a thread (Authorize).
 //
 // Tenants are isolated by their thread ids: each tenant has an id space of
 // its own, so a thread id another tenant uses names, for this one, a thread
@@ -10,7 +11,9 @@
 // it creates this tenant's own thread.
 //
 // Errors: ParseKeys returns every bad entry of a keys file, each at its
-// file:line:col with what to write instead; Authorize returns ErrHidden.
+// file:line:col with what to write instead; Authorize returns ErrHidden;
+// Tokens.Principal returns errors wrapping ErrToken (a refused token) or
+// ErrIssuerUnavailable (an issuer that cannot be read now).
 package access
 
 import (

@@ -22,6 +22,7 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
+	"github.com/runner-dev/runner/runner/access/accesstest"
 	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
 )
@@ -40,7 +41,8 @@ const rule37Script = `[
 
 // served is runner serve as the suite drives it: the shipped rule_37 on a
 // scripted model, the shipped Tests and the console's testdata ones, a
-// SQLite store.
+// SQLite store, API keys and, beside them, an OIDC issuer's bearer tokens
+// (the console signs in with keys either way).
 type served struct {
 	url string
 	t   *testing.T
@@ -74,7 +76,11 @@ func serve(t *testing.T) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{Store: st, Graphs: map[string]*runner.Graph{"rule_37": g},
+	tokens, err := access.NewTokens(access.OIDC{Issuer: accesstest.NewIssuer(t).URL, Audience: accesstest.Audience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), server.Config{Store: st, Graphs: map[string]*runner.Graph{"rule_37": g}, Tokens: tokens,
 		Keys: access.Keys{access.HashKey(aliceKey): {Tenant: "acme", Name: "alice"}, access.HashKey(bobKey): {Tenant: "acme", Name: "bob"},
 			access.HashKey(otherKey): {Tenant: "other"}},
 		Tests: &testrun.Suite{Checker: checker, Project: proj}, Heartbeat: time.Second})
