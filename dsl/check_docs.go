@@ -43,6 +43,7 @@ func (k *check) agent(d *Document) {
 	}
 	a.Budget = k.budget(d, p)
 	a.Schedule = k.schedule(d, p)
+	a.Notify = k.notify(d, d.Get("notify"))
 	k.proj.Agents[a.Name] = a
 }
 

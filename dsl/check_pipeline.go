@@ -52,6 +52,7 @@ type pipelineCheck struct {
 // pipeline checks a Pipeline document and adds it to the project.
 func (k *check) pipeline(d *Document) {
 	p := &Pipeline{Doc: d, Name: d.Name, Lang: docLang(d, Expr), Start: scalarValue(d.Get("start"))}
+	p.Notify = k.notify(d, d.Get("notify"))
 	pc := &pipelineCheck{check: k, d: d, p: p, envs: map[string]*Env{}}
 	pc.state()
 	p.Input = k.objectOf(d.Get("input"))

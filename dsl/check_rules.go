@@ -230,6 +230,7 @@ func (k *check) action(d *Document, rs *RuleSet, rule *Rule, v *yaml.Node, lang 
 		k.decode(d, mapGet(v, "expires"), &h.Expires, "require_hitl.expires")
 		k.decode(d, mapGet(v, "quorum"), &h.Quorum, "require_hitl.quorum")
 		k.decode(d, mapGet(v, "distinct_from_requester"), &h.DistinctFromRequester, "require_hitl.distinct_from_requester")
+		h.Notify = k.notify(d, mapGet(v, "notify"))
 		h.ResumeSchema = k.jsonSchema(d, mapGet(v, "resume_schema"))
 		if p := k.reviewers(d, mapGet(v, "reviewers"), lang, env); p != nil {
 			h.Reviewers = p
@@ -335,3 +336,13 @@ type reviewerList []any
 
 // Eval returns the list.
 func (l reviewerList) Eval(map[string]any) (any, error) { return []any(l), nil }
+
+// notify reads a notify: list of webhook names, kept for CheckHooks.
+func (k *check) notify(d *Document, n *yaml.Node) []string {
+	var names []string
+	for _, item := range items(n) {
+		names = append(names, item.Value)
+		k.proj.notify = append(k.proj.notify, docNode{d, item})
+	}
+	return names
+}

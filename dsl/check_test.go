@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,6 +144,77 @@ nodes:
 	for _, f := range proj.Pipelines["p"].Fields {
 		if f.Default != want[f.Name] {
 			t.Errorf("default of %s = %#v, want %#v", f.Name, f.Default, want[f.Name])
+		}
+	}
+}
+
+// notifySource routes a gate's approval events to the hooks reviewers
+// and a misspelt one, and an agent's events to payments.
+const notifySource = `apiVersion: runner/v1
+kind: Pipeline
+metadata: {name: p}
+notify: [audit]
+state:
+  messages: {type: array, reducer: messages}
+start: ask
+nodes:
+  ask: {type: llm, next: END}
+---
+apiVersion: runner/v1
+kind: RuleSet
+metadata: {name: r}
+rules:
+  - key: r:gate
+    on: before_tool_call
+    when: tool.mutating
+    do:
+      require_hitl:
+        checkpoint_type: mutation
+        notify: [reviewers, revewers]
+---
+apiVersion: runner/v1
+kind: Agent
+metadata: {name: a}
+pipeline: p
+model: m
+rules: [r]
+notify: [payments, audit]
+---
+apiVersion: runner/v1
+kind: Model
+metadata: {name: m}
+provider: scripted
+`
+
+// TestCheckHooks: a notify: entry that names no webhook of the settings
+// is an error at its line:col, with a did-you-mean; the compiled graph
+// holds the pipeline's and the agent's hooks, and the gate its own.
+func TestCheckHooks(t *testing.T) {
+	c := newChecker(t)
+	docs, diags := dsl.Parse("notify.yaml", []byte(notifySource))
+	proj, more := c.Check(docs)
+	if all := append(diags, more...); all.HasErrors(false) {
+		t.Fatalf("definitions: %v", all)
+	}
+	got := proj.CheckHooks([]string{"reviewers", "payments", "audit"})
+	if len(got) != 1 || got[0].Pos.Line != 21 || got[0].Pos.Col != 29 || got[0].Code != dsl.CodeRefUnknown ||
+		!strings.Contains(got[0].Message, `notify names webhook "revewers"`) || !strings.Contains(got[0].Hint, "reviewers") {
+		t.Errorf("CheckHooks = %v", got)
+	}
+	if got := proj.CheckHooks([]string{"reviewers", "revewers", "payments", "audit"}); len(got) != 0 {
+		t.Errorf("CheckHooks of defined hooks = %v", got)
+	}
+	a := proj.Agents["a"]
+	g, err := c.Compile(proj, a.Pipeline, dsl.CompileOptions{Agent: a, Provider: builtins.ScriptedProviders(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Notify, []string{"audit", "payments"}) {
+		t.Errorf("graph notify = %v, want audit, payments", g.Notify)
+	}
+	for _, r := range g.Rules {
+		if r.Key == "r:gate" && !slices.Equal(r.Action.HITL.Notify, []string{"reviewers", "revewers"}) {
+			t.Errorf("gate notify = %v", r.Action.HITL.Notify)
 		}
 	}
 }

@@ -125,8 +125,10 @@ func (c *Checker) compile(proj *Project, name string, opt CompileOptions) (*runn
 		return nil, nil, err
 	}
 	b := proj.Pipelines[name].Budget
+	g.Notify = proj.Pipelines[name].Notify
 	if a := opt.Agent; a != nil {
 		b = b.Over(a.Budget)
+		g.Notify = union(g.Notify, a.Notify)
 		cc.defs[KindAgent+"/"+a.Name] = hashDoc(a.Doc)
 		g.Schedule = a.Schedule
 	}
@@ -365,4 +367,15 @@ func codeOf(err error) string {
 // compileError returns err as Diagnostics holding one error at pos.
 func compileError(pos Pos, code string, err error) Diagnostics {
 	return Diagnostics{{Pos: pos, Severity: Error, Code: code, Message: err.Error()}}
+}
+
+// union is a's names, then b's not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, n := range b {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -37,6 +38,27 @@ type Project struct {
 	MCPServers map[string]*MCPServerDef
 	Tests      []*TestDef
 	Docs       []*Document
+	// notify are the notify: entries, each a webhook's name (CheckHooks).
+	notify []docNode
+}
+
+// docNode is a node of a document.
+type docNode struct {
+	d *Document
+	n *yaml.Node
+}
+
+// CheckHooks reports, at its line, each notify: entry that names none of
+// hooks, the webhooks of the project's settings.
+func (p *Project) CheckHooks(hooks []string) Diagnostics {
+	var ds Diagnostics
+	for _, r := range p.notify {
+		if !slices.Contains(hooks, r.n.Value) {
+			ds.Errorf(r.d.Pos(r.n), CodeRefUnknown, "notify names webhook %q, which runner.yaml's webhooks do not define", r.n.Value).Hint =
+				hintOr(didYouMean(r.n.Value, hooks), "define it under webhooks: in runner.yaml (name, url, secret_env)")
+		}
+	}
+	return ds
 }
 
 // TestDef is a checked Test document.
@@ -246,6 +268,8 @@ type Pipeline struct {
 	Output      map[string]*Expression
 	// Budget holds the defaults of the agents running this pipeline.
 	Budget runner.Budget
+	// Notify names the webhooks told of its runs' approval events and ends.
+	Notify []string
 	// AgentModel is the first node, of this pipeline or of one it runs as
 	// a subgraph, that calls the agent's model (an llm node without
 	// model:); nil when none does. Such a pipeline runs only through an
@@ -352,6 +376,8 @@ type Agent struct {
 	Budget   runner.Budget
 	// Schedule are the runs its schedule: declares.
 	Schedule []runner.Scheduled
+	// Notify names the webhooks told of its approval events and runs' ends.
+	Notify []string
 }
 
 // ModelDef is a checked Model document.

@@ -63,6 +63,9 @@ type Graph struct {
 	// Schedule are the runs the agent's definition schedules (none for a
 	// pipeline's graph); runner serve keeps a cron of each.
 	Schedule []Scheduled
+	// Notify names the webhooks told of the runs' approval events and
+	// ends: the pipeline's and the agent's.
+	Notify []string
 	// CheckInput checks a run's input before the thread starts and returns
 	// it normalised; its error names each field that does not fit (dsl
 	// compiles the pipeline's declared input into it). Nil accepts any

@@ -143,6 +143,8 @@ type HITL struct {
 	// Escalate, when set, widens who may decide a gate still pending
 	// After it opened.
 	Escalate *Escalate
+	// Notify names the webhooks told of the gate's approval events.
+	Notify []string
 }
 
 // Escalate is a require_hitl gate's escalation: After the gate opened,

@@ -85,7 +85,7 @@ func (s *Server) escalateDue(ctx context.Context) (int, error) {
 		run := func() map[string]any {
 			return map[string]any{"thread_id": access.ThreadID(access.Root(a.Thread)), "assistant_id": AssistantID(a.Agent)}
 		}
-		e := &runner.Engine{Store: s.cfg.Store, LeaseTTL: s.cfg.LeaseTTL, Outbox: s.gateOutbox(a.Tenant, run)}
+		e := &runner.Engine{Store: s.cfg.Store, LeaseTTL: s.cfg.LeaseTTL, Outbox: s.gateOutbox(a.Tenant, s.cfg.Graphs[a.Agent], run)}
 		esc, err := e.Escalate(ctx, a)
 		if err != nil {
 			first = cmp.Or(first, fmt.Errorf("server: escalating approval %s: %w", a.ID, err))

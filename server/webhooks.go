@@ -164,10 +164,10 @@ func (cfg *Webhooks) secret(name string) []byte {
 	return nil
 }
 
-// notify enqueues event, with data, for each hook that wants it, and for
-// url (a run's own, "" for none).
-func (s *Server) notify(tenant, event string, data map[string]any, url string) {
-	ds := s.deliveries(tenant, event, data, url)
+// notify enqueues event, with data, for each hook that wants it or is
+// routed, and for url (a run's own, "" for none).
+func (s *Server) notify(tenant, event string, data map[string]any, url string, routed ...string) {
+	ds := s.deliveries(tenant, event, data, url, routed)
 	if len(ds) == 0 {
 		return
 	}
@@ -177,8 +177,10 @@ func (s *Server) notify(tenant, event string, data map[string]any, url string) {
 }
 
 // deliveries are the deliveries of event, with data, to each hook that
-// wants it, and to url (a run's own, "" for none).
-func (s *Server) deliveries(tenant, event string, data map[string]any, url string) []*store.Delivery {
+// wants it (its Events) or that routed names (a notify: of the rule, the
+// agent or the pipeline), one to a hook, and to url (a run's own, "" for
+// none).
+func (s *Server) deliveries(tenant, event string, data map[string]any, url string, routed []string) []*store.Delivery {
 	if s.hooks == nil || !s.cfg.Webhooks.signs() {
 		return nil
 	}
@@ -196,7 +198,7 @@ func (s *Server) deliveries(tenant, event string, data map[string]any, url strin
 		return d
 	}
 	for _, h := range s.cfg.Webhooks.Hooks {
-		if h.URL == "" || !slices.Contains(h.Events, event) {
+		if h.URL == "" || !slices.Contains(h.Events, event) && !slices.Contains(routed, h.Name) {
 			continue
 		}
 		if h.Template == nil {
@@ -251,13 +253,14 @@ var gateEvents = map[string]string{store.AuditOpened: EventApprovalRequested, st
 // kind of gate event cp records (one approval.requested for a gate that
 // holds two calls), with the calls it concerns.
 func (s *Server) outbox(l *liveRun) func(cp *store.Checkpoint) []*store.Delivery {
-	return s.gateOutbox(l.rec.Tenant, hookWatch{l: l}.runData)
+	return s.gateOutbox(l.rec.Tenant, l.g, hookWatch{l: l}.runData)
 }
 
-// gateOutbox is the runner.Engine.Outbox of tenant's gates, whose
+// gateOutbox is the runner.Engine.Outbox of tenant's gates of g (nil:
+// a graph not served here, whose notify: is not known), whose
 // notifications say of the run what run returns (the approval sweep's
 // escalation, made by no run: its thread and assistant).
-func (s *Server) gateOutbox(tenant string, run func() map[string]any) func(cp *store.Checkpoint) []*store.Delivery {
+func (s *Server) gateOutbox(tenant string, g *runner.Graph, run func() map[string]any) func(cp *store.Checkpoint) []*store.Delivery {
 	if s.hooks == nil || !s.cfg.Webhooks.signs() {
 		return nil
 	}
@@ -275,10 +278,32 @@ func (s *Server) gateOutbox(tenant string, run func() map[string]any) func(cp *s
 		}
 		var ds []*store.Delivery
 		for _, ev := range order {
-			ds = append(ds, s.deliveries(tenant, ev, gateData(run(), cp, ev, calls[ev]), "")...)
+			var routed []string
+			if g != nil {
+				routed = slices.Clone(g.Notify)
+				for _, e := range calls[ev] {
+					routed = append(routed, ruleNotify(g, tenant, e.Rule)...)
+				}
+			}
+			ds = append(ds, s.deliveries(tenant, ev, gateData(run(), cp, ev, calls[ev]), "", routed)...)
 		}
 		return ds
 	}
+}
+
+// ruleNotify is the notify: of g's require_hitl rule key, as it stands
+// for tenant (its own rule of that key, if it has one).
+func ruleNotify(g *runner.Graph, tenant, key string) []string {
+	var out []string
+	for _, r := range g.Rules {
+		if r.Key != key || r.Action.HITL == nil || r.Tenant != "" && r.Tenant != tenant {
+			continue
+		}
+		if out = r.Action.HITL.Notify; r.Tenant != "" {
+			break
+		}
+	}
+	return out
 }
 
 // gateData is what a notification of event says of the gate events es
@@ -340,7 +365,7 @@ func (h hookWatch) end(e runEnd) {
 	if h.l.q != nil {
 		url = h.l.q.Webhook
 	}
-	h.s.notify(h.l.rec.Tenant, event, data, url)
+	h.s.notify(h.l.rec.Tenant, event, data, url, h.l.g.Notify...)
 }
 
 // runData is what every notification of the run says of it.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -440,7 +441,7 @@ func TestWebhooksSlackTemplate(t *testing.T) {
 	e := newEnv(t, withShipped(t, map[string]string{"rule_37": rule37Script}), hooksTo(slack.url()), func(c *server.Config) {
 		c.Webhooks.Hooks[0].Template = server.SlackTemplate
 		c.Webhooks.Hooks = append(c.Webhooks.Hooks, server.Hook{Name: "broken", URL: slack.url(), Secret: c.Webhooks.Hooks[0].Secret,
-			Events: []string{server.EventApprovalRequested},
+			Events:   []string{server.EventApprovalRequested},
 			Template: func(string, map[string]any, string) (any, error) { return nil, errors.New("no body") }})
 		c.PublicURL = "https://runner.example.com/"
 	})
@@ -466,5 +467,43 @@ func TestWebhooksSlackTemplate(t *testing.T) {
 	ds, err := e.store.(store.WebhookStore).Deliveries(context.Background(), store.DeliveryQuery{Tenant: "acme", Status: store.DeliveryFailed})
 	if err != nil || len(ds) != 1 || ds[0].Hook != "broken" || ds[0].LastError != "template: no body" {
 		t.Errorf("the broken template's delivery: %+v, %v", ds, err)
+	}
+}
+
+// TestWebhooksRouted: an approval event goes to the hooks its rule's
+// notify names, those its agent's notify names, and those subscribed to
+// the event, each once; a hook subscribed to nothing and named by no
+// notify gets nothing, and a run end goes to the agent's hooks and the
+// subscribed ones only.
+func TestWebhooksRouted(t *testing.T) {
+	rcv := newReceiver(t)
+	g := payoutAgent(t, "../cmd/runner/testdata/expiring.yaml")
+	g.Notify = []string{"payments"}
+	for _, r := range g.Rules {
+		if r.Action.HITL != nil {
+			r.Action.HITL.Notify = []string{"reviewers", "both"}
+		}
+	}
+	e := newEnv(t, hooksTo(rcv.url()), func(c *server.Config) {
+		c.Graphs["payout"] = g
+		c.Graphs["steps"].Notify = []string{"payments"}
+		key := c.Webhooks.Hooks[0].Secret
+		for _, h := range []server.Hook{{Name: "reviewers"}, {Name: "payments"}, {Name: "quiet"}, {Name: "both", Events: []string{server.EventApprovalRequested}}} {
+			h.URL, h.Secret = rcv.url(), key
+			c.Webhooks.Hooks = append(c.Webhooks.Hooks, h)
+		}
+	})
+	pausePayout(e, "p1")
+	e.call("POST", "/threads", map[string]any{"thread_id": "s"}, 200)
+	e.call("POST", "/threads/s/runs/wait", map[string]any{"assistant_id": "steps"}, 200)
+	got := map[string]int{}
+	for _, d := range e.call("GET", "/webhooks/deliveries", nil, 200)["deliveries"].([]any) {
+		d := d.(map[string]any)
+		got[d["hook"].(string)+" "+d["event"].(string)]++
+	}
+	want := map[string]int{"default approval.requested": 1, "reviewers approval.requested": 1, "payments approval.requested": 1,
+		"both approval.requested": 1, "default run.completed": 1, "payments run.completed": 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("deliveries by hook and event: %v, want %v", got, want)
 	}
 }

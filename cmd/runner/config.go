@@ -164,6 +164,15 @@ func webhooks(file string, hooks []HookConfig) (server.Webhooks, error) {
 	return w, nil
 }
 
+// hookNames are the names of hooks.
+func hookNames(hooks []HookConfig) []string {
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = h.Name
+	}
+	return names
+}
+
 // templateEnv is what a hook's template expression reads: the event,
 // its data, and the console's link to its thread ("" without
 // public_url).

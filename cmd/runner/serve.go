@@ -97,6 +97,10 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if diags := proj.CheckHooks(hookNames(cfg.Webhooks)); len(diags) > 0 {
+		_ = dsl.WriteReport(cmd.ErrOrStderr(), diags, dsl.FormatText, sources(proj.Docs))
+		return usageErr(errors.New("notify: names a webhook runner.yaml's webhooks do not define"))
+	}
 	tools := &builtins.Toolbox{} // its MCP servers stop with the server
 	defer tools.Close()
 	graphs, unserved, err := compileAll(cmd, cfg, checker, proj, tools)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -283,5 +284,30 @@ func TestServeWebhooks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// TestNotifyNamesHooks: a notify: naming a webhook runner.yaml does not
+// define is a validate error at its file:line:col when runner.yaml is
+// read, and keeps runner serve from starting, naming it at its line.
+func TestNotifyNamesHooks(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir(filepath.Join(dir, "defs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "defs", "ops.yaml"), "apiVersion: runner/v1\nkind: Pipeline\nmetadata: {name: p}\nnotify: [reviewrs]\n"+
+		"state:\n  n: {type: integer}\nstart: s\nnodes:\n  s: {type: set, with: {n: '1'}, next: END}\n")
+	if code, out, errOut := runCLI(t, "validate", "defs"); code != 0 {
+		t.Errorf("validate without runner.yaml: exit %d, %s%s", code, out, errOut)
+	}
+	writeFile(t, filepath.Join(dir, "runner.yaml"), "paths: [defs]\nwebhooks:\n  - {name: reviewers, url: https://hooks.example/in, secret_env: HOOK_SECRET}\n")
+	t.Setenv("HOOK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	want := filepath.Join("defs", "ops.yaml") + `:4:10: error: notify names webhook "reviewrs", which runner.yaml's webhooks do not define`
+	if code, out, _ := runCLI(t, "validate"); code != 1 || !strings.Contains(out, want) || !strings.Contains(out, `did you mean "reviewers"?`) {
+		t.Errorf("validate: exit %d, %s; want %s", code, out, want)
+	}
+	if code, _, errOut := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--no-auth"); code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("serve: exit %d, %s; want %s", code, errOut, want)
 	}
 }

@@ -57,6 +57,9 @@ func runValidate(cmd *cobra.Command, args []string) error {
 		}
 		diags = append(diags, gaps...).Sorted()
 	}
+	if cfg, err := loadConfig(cmd); err == nil && cfg.File != "" { // the webhooks are known
+		diags = append(diags, proj.CheckHooks(hookNames(cfg.Webhooks))...).Sorted()
+	}
 	if err := dsl.WriteReport(cmd.OutOrStdout(), diags, format, sources(docs)); err != nil {
 		return usageErr(err)
 	}
