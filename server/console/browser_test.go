@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/runner-dev/runner/runner/access/accesstest"
 	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
+	"github.com/runner-dev/runner/server/browsertest"
 )
 
 // The keys of the suite: two people of tenant acme, and tenant other.
@@ -146,134 +146,33 @@ func (s *served) record(thread string) map[string]any {
 	return nil
 }
 
-// browser is one browser context (its own session storage) on one tab.
+// browser is one browser context (its own session storage) on one tab
+// of the console.
 type browser struct {
-	t    *testing.T
-	ctx  context.Context
-	url  string
-	dir  string
-	name string
-}
-
-// chromium starts Debian's headless Chromium for the test, or skips it
-// when none is installed (CI installs it: .ci/run).
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	path := os.Getenv("RUNNER_CHROMIUM")
-	if path == "" {
-		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-			if p, err := exec.LookPath(name); err == nil {
-				path = p
-				break
-			}
-		}
-	}
-	if path == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium on CI: .ci/run installs it (apt-get install chromium)")
-		}
-		t.Skip("no Chromium installed: the console's browser suite needs it (apt-get install -y chromium, or RUNNER_CHROMIUM=path)")
-	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900)}
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancelBrowser := chromedp.NewContext(alloc)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("chromium %s: %v", path, err)
-	}
-	return ctx
+	*browsertest.Browser
+	url string
 }
 
 // open makes a new browser context (fresh storage) on the console.
 func open(t *testing.T, root context.Context, url, name string) *browser {
-	ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	dir := os.Getenv("RUNNER_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := &browser{t: t, ctx: ctx, url: url, dir: dir, name: name}
-	if err := chromedp.Do(ctx); err != nil { // opens the tab, for as long as ctx lives
-		t.Fatal(err)
-	}
-	b.do(chromedp.Navigate(url + "/ui/"))
+	b := &browser{Browser: browsertest.Open(t, root, "console", name), url: url}
+	b.Do(chromedp.Navigate(url + "/ui/"))
 	return b
-}
-
-// patience multiplies every wait of the suite: CI runs it beside other
-// packages' tests under -race, where a page takes several times as long
-// as on a quiet machine. A wait bounds how long the suite waits before it
-// fails, it measures nothing.
-const patience = 3
-
-// do runs steps, failing the test (with a screenshot) on an error.
-func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, patience*20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		b.shot("failed-" + b.name)
-		b.t.Fatalf("%s: %v", b.name, err)
-	}
-}
-
-// until waits for a JavaScript condition to hold.
-func (b *browser) until(what, cond string, within time.Duration) {
-	b.t.Helper()
-	within *= patience
-	ctx, cancel := context.WithTimeout(b.ctx, within+5*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		b.shot("failed-" + b.name)
-		b.t.Fatalf("%s: %s: %v (page: %.600s)", b.name, what, err, b.text("document.body.innerText"))
-	}
-}
-
-// text evaluates an expression to a string.
-func (b *browser) text(expr string) string {
-	ctx, cancel := context.WithTimeout(b.ctx, patience*10*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	return s
-}
-
-// shot writes a screenshot of the page to the screenshot directory.
-func (b *browser) shot(name string) {
-	ctx, cancel := context.WithTimeout(b.ctx, patience*10*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-		return
-	}
-	if err := os.WriteFile(filepath.Join(b.dir, name+".png"), png, 0o644); err != nil {
-		b.t.Log(err)
-	}
 }
 
 // go opens a page of the console by its hash route.
 func (b *browser) goTo(route, ready string) {
-	b.t.Helper()
-	b.do(chromedp.Navigate(b.url + "/ui/#" + route))
-	b.until("page "+route, ready, 10*time.Second)
+	b.T.Helper()
+	b.Do(chromedp.Navigate(b.url + "/ui/#" + route))
+	b.Until("page "+route, ready, 10*time.Second)
 }
 
 // signIn signs in with key on the sign-in page.
 func (b *browser) signIn(key string) {
-	b.t.Helper()
-	b.until("the sign-in page", `location.hash.startsWith('#/signin') && !!document.querySelector('#key')`, 10*time.Second)
-	b.do(chromedp.SendKeys(chromedp.CSS("#key"), key), chromedp.Click(chromedp.CSS("form button[type=submit]")))
-	b.until("signed in", `location.hash === '#/inbox' && !!document.querySelector('h1') && document.querySelector('h1').textContent === 'Approvals inbox'`, 10*time.Second)
+	b.T.Helper()
+	b.Until("the sign-in page", `location.hash.startsWith('#/signin') && !!document.querySelector('#key')`, 10*time.Second)
+	b.Do(chromedp.SendKeys(chromedp.CSS("#key"), key), chromedp.Click(chromedp.CSS("form button[type=submit]")))
+	b.Until("signed in", `location.hash === '#/inbox' && !!document.querySelector('h1') && document.querySelector('h1').textContent === 'Approvals inbox'`, 10*time.Second)
 }
 
 // TestConsoleInBrowser drives the console in headless Chromium against
@@ -285,33 +184,33 @@ func (b *browser) signIn(key string) {
 // a valid argument, fork a thread from its second checkpoint and continue
 // it, run the Tests and see the failing one at its file:line, the health
 // page, and another tenant seeing none of it. Each page is screenshot to
-// $RUNNER_SCREENSHOTS (default: the test's temporary directory).
+// $RUNNER_SCREENSHOTS/console (default: the test's temporary directory).
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the browser suite takes a while; without -short it runs")
 	}
-	root := chromium(t)
+	root := browsertest.Chromium(t)
 	s := serve(t)
 
 	// Alice signs in and starts rule_37 from its page.
 	alice := open(t, root, s.url, "alice")
 	alice.signIn(aliceKey)
-	alice.until("the empty inbox", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
+	alice.Until("the empty inbox", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
 	alice.goTo("/assistants", `!!document.querySelector('.cards a')`)
-	alice.shot("assistants")
-	alice.do(chromedp.Click(chromedp.CSS(".cards a")))
-	alice.until("the assistant page", `!!document.querySelector('svg.graph [data-node=approval_node].interrupt') && !!document.querySelector('#in-messages')`, 10*time.Second)
-	if labels := alice.text(`[...document.querySelectorAll('.edge-label title')].map(t => t.textContent).join('|')`); !strings.Contains(labels, "len(state.pending_tool_calls) > 0") {
+	alice.Shot("assistants")
+	alice.Do(chromedp.Click(chromedp.CSS(".cards a")))
+	alice.Until("the assistant page", `!!document.querySelector('svg.graph [data-node=approval_node].interrupt') && !!document.querySelector('#in-messages')`, 10*time.Second)
+	if labels := alice.Text(`[...document.querySelectorAll('.edge-label title')].map(t => t.textContent).join('|')`); !strings.Contains(labels, "len(state.pending_tool_calls) > 0") {
 		t.Errorf("the graph's conditional routes are not labelled: %s", labels)
 	}
-	alice.shot("assistant")
-	alice.do(chromedp.SetValue(chromedp.CSS("#in-messages"), `[{"role": "user", "content": "Add the Mitchell Ranch 3H well."}]`),
+	alice.Shot("assistant")
+	alice.Do(chromedp.SetValue(chromedp.CSS("#in-messages"), `[{"role": "user", "content": "Add the Mitchell Ranch 3H well."}]`),
 		chromedp.Click(chromedp.CSS("form[aria-labelledby=start-h] button[type=submit]")))
-	alice.until("the run reaches the gate on the graph", `location.hash.includes('/live') &&
+	alice.Until("the run reaches the gate on the graph", `location.hash.includes('/live') &&
 		!!document.querySelector('svg.graph [data-node=tool_node].paused') &&
 		!!document.querySelector('.pause .approval button.approve')`, 15*time.Second)
-	thread := strings.TrimPrefix(strings.Split(alice.text(`location.hash`), "/live")[0], "#/threads/")
-	alice.shot("live-run-paused")
+	thread := strings.TrimPrefix(strings.Split(alice.Text(`location.hash`), "/live")[0], "#/threads/")
+	alice.Shot("live-run-paused")
 
 	// Two more threads pause for the reject and the edit.
 	s.pause("reject-me")
@@ -321,22 +220,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	// an inbox open elsewhere drops the card.
 	bob := open(t, root, s.url, "bob")
 	bob.signIn(bobKey)
-	bob.until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
-	bob.shot("inbox")
+	bob.Until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
+	bob.Shot("inbox")
 	watcher := open(t, root, s.url, "watcher")
 	watcher.signIn(bobKey)
-	watcher.until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
+	watcher.Until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
 	card := fmt.Sprintf(`.inbox-item:has(a[href="#/threads/%s"])`, thread)
-	bob.do(chromedp.Click(chromedp.CSS(card + " button.approve")))
+	bob.Do(chromedp.Click(chromedp.CSS(card + " button.approve")))
 	decided := time.Now()
-	watcher.until("the decided approval leaves the other inbox", `document.querySelectorAll('.inbox-item').length === 2`, 3*time.Second)
+	watcher.Until("the decided approval leaves the other inbox", `document.querySelectorAll('.inbox-item').length === 2`, 3*time.Second)
 	t.Logf("the decided approval left the other inbox %v after the click", time.Since(decided).Round(time.Millisecond))
-	alice.until("the live run goes on to its end", `document.querySelector('svg.graph [data-node=output_format].done') !== null &&
+	alice.Until("the live run goes on to its end", `document.querySelector('svg.graph [data-node=output_format].done') !== null &&
 		document.querySelector('.messages').textContent.includes('Created')`, 15*time.Second)
-	alice.shot("live-run")
+	alice.Shot("live-run")
 
 	// The reply's <script> and javascript: link are inert.
-	if got := alice.text(`JSON.stringify({xss: window.__xss === undefined ? 'none' : String(window.__xss),
+	if got := alice.Text(`JSON.stringify({xss: window.__xss === undefined ? 'none' : String(window.__xss),
 		scripts: document.querySelectorAll('main script').length,
 		jsLinks: document.querySelectorAll('a[href^="javascript"]').length,
 		safeLink: !!document.querySelector('.messages a[href="https://example.com/filing"]'),
@@ -350,46 +249,46 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Bob rejects the oldest with a note, by keyboard alone.
 	bob.goTo("/inbox?order=oldest", `document.querySelectorAll('.inbox-item').length === 2`)
-	bob.do(chromedp.KeyEvent("j"))
-	bob.until("the first card has focus", `document.activeElement.classList.contains('inbox-item') &&
+	bob.Do(chromedp.KeyEvent("j"))
+	bob.Until("the first card has focus", `document.activeElement.classList.contains('inbox-item') &&
 		document.activeElement.querySelector('a[href="#/threads/reject-me"]') !== null`, 3*time.Second)
-	bob.do(chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
-	bob.until("the note has focus", `document.activeElement.tagName === 'TEXTAREA'`, 3*time.Second)
-	bob.do(chromedp.KeyEvent("not this lease"), chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
-	bob.until("Reject has focus", `document.activeElement.classList.contains('reject')`, 3*time.Second)
-	bob.do(chromedp.KeyEvent("\r"))
-	bob.until("one approval left", `document.querySelectorAll('.inbox-item').length === 1`, 5*time.Second)
+	bob.Do(chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+	bob.Until("the note has focus", `document.activeElement.tagName === 'TEXTAREA'`, 3*time.Second)
+	bob.Do(chromedp.KeyEvent("not this lease"), chromedp.KeyEvent("\t"), chromedp.KeyEvent("\t"))
+	bob.Until("Reject has focus", `document.activeElement.classList.contains('reject')`, 3*time.Second)
+	bob.Do(chromedp.KeyEvent("\r"))
+	bob.Until("one approval left", `document.querySelectorAll('.inbox-item').length === 1`, 5*time.Second)
 	if rec := s.record("reject-me"); rec == nil || rec["status"] != "DENIED" || !strings.Contains(fmt.Sprint(rec), "not this lease") {
 		t.Errorf("rejected create_entity: %v", rec)
 	}
 
 	// Bob edits the last: an invalid API number is refused in the page,
 	// a valid one runs.
-	bob.do(chromedp.Click(chromedp.CSS(".inbox-item button.edit")))
-	bob.until("the edit form", `!!document.querySelector('.edit-form input[id$="-api_number"]')`, 3*time.Second)
-	bob.do(chromedp.SetValue(chromedp.CSS(`.edit-form input[id$="-api_number"]`), "42-1"),
+	bob.Do(chromedp.Click(chromedp.CSS(".inbox-item button.edit")))
+	bob.Until("the edit form", `!!document.querySelector('.edit-form input[id$="-api_number"]')`, 3*time.Second)
+	bob.Do(chromedp.SetValue(chromedp.CSS(`.edit-form input[id$="-api_number"]`), "42-1"),
 		chromedp.Click(chromedp.CSS(".edit-form button[type=submit]")))
-	bob.until("the invalid argument refused", `document.querySelector('.edit-form').textContent.includes('api_number must match')`, 3*time.Second)
-	bob.shot("inbox-edit-invalid")
-	bob.do(chromedp.SetValue(chromedp.CSS(`.edit-form input[id$="-api_number"]`), "42-329-12400"),
+	bob.Until("the invalid argument refused", `document.querySelector('.edit-form').textContent.includes('api_number must match')`, 3*time.Second)
+	bob.Shot("inbox-edit-invalid")
+	bob.Do(chromedp.SetValue(chromedp.CSS(`.edit-form input[id$="-api_number"]`), "42-329-12400"),
 		chromedp.Click(chromedp.CSS(".edit-form button[type=submit]")))
-	bob.until("the inbox empty", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
+	bob.Until("the inbox empty", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
 	if rec := s.record("edit-me"); rec == nil || rec["status"] != "SUCCESS" || rec["input"].(map[string]any)["api_number"] != "42-329-12400" {
 		t.Errorf("edited create_entity: %v", rec)
 	}
 
 	// Alice forks her thread from its second checkpoint and continues it.
 	alice.goTo("/threads/"+thread, `!!document.querySelector('.history [data-checkpoint="2"] button.fork')`)
-	alice.shot("thread")
-	alice.do(chromedp.Click(chromedp.CSS(`.history [data-checkpoint="2"] button.fork`)))
-	alice.until("the confirmation", `!!document.querySelector('dialog.confirm[open]')`, 3*time.Second)
-	alice.do(chromedp.Click(chromedp.CSS("dialog.confirm button[type=submit]")))
-	alice.until("the fork's page", `location.hash.startsWith('#/threads/') && !location.hash.includes('`+thread+`') && !!document.querySelector('button.continue')`, 5*time.Second)
-	fork := strings.TrimPrefix(alice.text(`location.hash`), "#/threads/")
-	alice.do(chromedp.Click(chromedp.CSS("button.continue")))
-	alice.until("the confirmation", `!!document.querySelector('dialog.confirm[open]')`, 3*time.Second)
-	alice.do(chromedp.Click(chromedp.CSS("dialog.confirm button[type=submit]")))
-	alice.until("the fork continues to the gate", `location.hash.includes('/live') && !!document.querySelector('svg.graph [data-node=tool_node].paused')`, 15*time.Second)
+	alice.Shot("thread")
+	alice.Do(chromedp.Click(chromedp.CSS(`.history [data-checkpoint="2"] button.fork`)))
+	alice.Until("the confirmation", `!!document.querySelector('dialog.confirm[open]')`, 3*time.Second)
+	alice.Do(chromedp.Click(chromedp.CSS("dialog.confirm button[type=submit]")))
+	alice.Until("the fork's page", `location.hash.startsWith('#/threads/') && !location.hash.includes('`+thread+`') && !!document.querySelector('button.continue')`, 5*time.Second)
+	fork := strings.TrimPrefix(alice.Text(`location.hash`), "#/threads/")
+	alice.Do(chromedp.Click(chromedp.CSS("button.continue")))
+	alice.Until("the confirmation", `!!document.querySelector('dialog.confirm[open]')`, 3*time.Second)
+	alice.Do(chromedp.Click(chromedp.CSS("dialog.confirm button[type=submit]")))
+	alice.Until("the fork continues to the gate", `location.hash.includes('/live') && !!document.querySelector('svg.graph [data-node=tool_node].paused')`, 15*time.Second)
 	var forked map[string]any
 	s.api("GET", "/threads/"+fork, nil, &forked)
 	if forked["status"] != "interrupted" {
@@ -398,26 +297,26 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// The Tests: the failing one at its file:line.
 	alice.goTo("/tests", `!!document.querySelector('#test-filter')`)
-	alice.do(chromedp.SendKeys(chromedp.CSS("#test-filter"), "console_"), chromedp.Click(chromedp.CSS("form button[type=submit]")))
-	alice.until("the report", `!!document.querySelector('.summary')`, 20*time.Second)
-	if got := alice.text(`document.querySelector('.summary').textContent + ' | ' + [...document.querySelectorAll('.failure')].map(f => f.textContent).join(' | ')`); !strings.Contains(got, "1 passed, 1 failed") ||
+	alice.Do(chromedp.SendKeys(chromedp.CSS("#test-filter"), "console_"), chromedp.Click(chromedp.CSS("form button[type=submit]")))
+	alice.Until("the report", `!!document.querySelector('.summary')`, 20*time.Second)
+	if got := alice.Text(`document.querySelector('.summary').textContent + ' | ' + [...document.querySelectorAll('.failure')].map(f => f.textContent).join(' | ')`); !strings.Contains(got, "1 passed, 1 failed") ||
 		!strings.Contains(got, "console_fails") || !strings.Contains(got, "testdata/tests.yaml:34:11") || !strings.Contains(got, "status interrupted, want completed") {
 		t.Errorf("the Tests page shows %q, want console_fails at testdata/tests.yaml:34:11 with what differed", got)
 	}
-	alice.shot("tests")
+	alice.Shot("tests")
 
 	alice.goTo("/health", `document.body.innerText.includes('Ready: the server takes runs') && document.body.innerText.includes('Runs ended')`)
-	alice.shot("health")
+	alice.Shot("health")
 	alice.goTo("/threads", `document.querySelectorAll('table.threads tbody tr').length >= 4`)
-	alice.shot("threads")
+	alice.Shot("threads")
 
 	// Another tenant sees none of it; logging out forgets the key.
 	other := open(t, root, s.url, "other")
 	other.signIn(otherKey)
-	other.until("an empty inbox", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
+	other.Until("an empty inbox", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
 	other.goTo("/threads", `document.body.innerText.includes('No thread matches')`)
 	other.goTo("/threads/"+thread, `document.querySelector('.error') !== null && document.querySelector('.error').textContent.includes('404')`)
-	other.shot("other-tenant")
-	other.do(chromedp.Click(chromedp.CSS("#logout")))
-	other.until("logged out", `location.hash.startsWith('#/signin') && sessionStorage.length === 0`, 3*time.Second)
+	other.Shot("other-tenant")
+	other.Do(chromedp.Click(chromedp.CSS("#logout")))
+	other.Until("logged out", `location.hash.startsWith('#/signin') && sessionStorage.length === 0`, 3*time.Second)
 }
