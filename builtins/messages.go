@@ -1,6 +1,9 @@
 package builtins
 
 import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/runner-dev/runner/runner"
@@ -74,6 +77,21 @@ func messageValue(m runner.Message) map[string]any {
 		v["cache"] = true
 	}
 	return v
+}
+
+// replyID names a model's reply by its call number and a digest of the
+// conversation it answers and of what it says: the same on a replay (a
+// resume, a crash, a run without a gate), another on a branch of the
+// thread where the conversation or the answer differs (an edited
+// message, a regenerated answer), as a client that finds a message's
+// checkpoints by its id needs (the SDK's useStream, for agent-chat-ui's
+// edit and regenerate).
+func replyID(call int64, msgs []runner.Message, reply runner.Message) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode(msgs) // a hash.Hash never fails a write
+	_ = enc.Encode(reply)
+	return fmt.Sprintf("ai-%d-%x", call, h.Sum(nil)[:4])
 }
 
 func callValues(calls []runner.ToolCallRequest) []any {

@@ -187,7 +187,7 @@ func (n *llmNode) converse(ctx context.Context, in *runner.Input, c *caller, msg
 		return err
 	}
 	reply := messageValue(resp.Message)
-	reply["id"] = fmt.Sprintf("ai-%d", c.last.Call)
+	reply["id"] = replyID(c.last.Call, msgs, resp.Message)
 	if n.appendReply {
 		upd[n.cfg.Messages.Name] = []any{reply}
 	}

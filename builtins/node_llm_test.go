@@ -2,8 +2,10 @@ package builtins_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -365,4 +367,57 @@ func TestMultiTurn(t *testing.T) {
 	if want := "hi one and? two bye three"; strings.Join(got, " ") != want {
 		t.Errorf("conversation %q, want %q", strings.Join(got, " "), want)
 	}
+}
+
+// TestReplyIDsPerBranch regenerates a reply by rewinding the thread to
+// before it, and replays a run: the regenerated reply (another answer, as
+// a model gives) has an id of its own, so a client that finds a message's
+// checkpoints by its id (the SDK's useStream, for agent-chat-ui's
+// regenerate) finds each on its branch; the replay's reply, the same
+// answer to the same conversation, has the same id.
+func TestReplyIDsPerBranch(t *testing.T) {
+	ctx := context.Background()
+	docs, diags := dsl.Parse("chat.yaml", []byte(chatSrc))
+	c, proj := checked(t, docs, diags)
+	var answers atomic.Int64
+	model := providerFunc(func(context.Context, *runner.ChatRequest) (*runner.ChatResponse, error) {
+		return &runner.ChatResponse{Message: runner.Message{Role: "assistant", Content: fmt.Sprint("answer ", answers.Add(1))}}, nil
+	})
+	g, err := c.Compile(proj, "chat", dsl.CompileOptions{Tool: builtins.Tool,
+		Provider: func(*dsl.ModelDef) (runner.Provider, error) { return model, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine(t)
+	replyID := func(res *runner.Result) string {
+		msgs := res.State["messages"].([]any)
+		return msgs[len(msgs)-1].(map[string]any)["id"].(string)
+	}
+	hi := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	first, err := e.Run(ctx, g, "c", hi)
+	if err != nil || first.Status != runner.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, first)
+	}
+	if _, err := e.Rewind(ctx, g, "c", 1); err != nil { // the input checkpoint, before the reply
+		t.Fatal(err)
+	}
+	again, err := e.Resume(ctx, g, "c", runner.ResumeOptions{})
+	if err != nil || again.Status != runner.StatusCompleted {
+		t.Fatalf("regenerate: %v %+v", err, again)
+	}
+	if a, b := replyID(first), replyID(again); a == b {
+		t.Errorf("the regenerated reply has the id of the one it replaces: %s", a)
+	}
+	answers.Store(0)
+	replay, err := engine(t).Run(ctx, g, "c", hi)
+	if err != nil || replyID(replay) != replyID(first) {
+		t.Errorf("a replay's reply is %s, want %s: %v", replyID(replay), replyID(first), err)
+	}
+}
+
+// providerFunc is a model answering with a function.
+type providerFunc func(context.Context, *runner.ChatRequest) (*runner.ChatResponse, error)
+
+func (f providerFunc) Chat(ctx context.Context, req *runner.ChatRequest) (*runner.ChatResponse, error) {
+	return f(ctx, req)
 }
