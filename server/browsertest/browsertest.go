@@ -1,5 +1,6 @@
 // Package browsertest drives pages in headless Chromium for the browser
-// suites (the console's, agent-chat-ui's): it starts Debian's chromium
+// suites (the console's, agent-chat-ui's) against runner's server: it
+// starts the server on a store of the test's own, and Debian's chromium
 // (skipping the test where none is installed, failing under CI), opens
 // tabs in browser contexts of their own, waits for conditions on the
 // page and saves screenshots. Every failure fails the test it was given,
@@ -8,6 +9,7 @@ package browsertest
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/runner-dev/runner/runner/store/sqlite"
+	"github.com/runner-dev/runner/server"
 )
 
 // Patience multiplies every wait: CI runs the suites beside other
@@ -55,6 +60,30 @@ func Chromium(t *testing.T) context.Context {
 		t.Fatalf("chromium %s: %v", path, err)
 	}
 	return ctx
+}
+
+// Serve starts runner's server with cfg on a SQLite store of the test's
+// own, for as long as the test lasts, and returns its URL.
+func Serve(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = st
+	srv, err := server.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		st.Close()
+	})
+	return hs.URL
 }
 
 // Browser is one tab in a browser context of its own (its own storage),

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,7 +25,6 @@ import (
 	"github.com/runner-dev/runner/dsl"
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
-	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
 	"github.com/runner-dev/runner/server/browsertest"
 )
@@ -267,7 +265,7 @@ func (c *chat) refund() {
 type served struct{ url string }
 
 // serve starts runner's server with the testdata agent on a scripted
-// model, a SQLite store, one key and CORS for the UI's origin.
+// model, one key and CORS for the UI's origin.
 func serve(t *testing.T, origin string) *served {
 	t.Helper()
 	checker, err := dsl.NewChecker(builtins.Registry())
@@ -285,24 +283,9 @@ func serve(t *testing.T, origin string) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(context.Background(), server.Config{Store: st, Graphs: map[string]*runner.Graph{"chat": g},
+	url := browsertest.Serve(t, server.Config{Graphs: map[string]*runner.Graph{"chat": g},
 		Keys: access.Keys{access.HashKey(key): {Tenant: "acme", Name: "alice"}}, CORSOrigins: []string{origin}, Heartbeat: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		st.Close()
-	})
-	return &served{url: hs.URL}
+	return &served{url: url}
 }
 
 // call calls the API as the UI's key (a GET without a body) and reads

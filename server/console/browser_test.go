@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/access"
 	"github.com/runner-dev/runner/runner/access/accesstest"
-	"github.com/runner-dev/runner/runner/store/sqlite"
 	"github.com/runner-dev/runner/server"
 	"github.com/runner-dev/runner/server/browsertest"
 )
@@ -72,30 +70,15 @@ func serve(t *testing.T) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	tokens, err := access.NewTokens(access.OIDC{Issuer: accesstest.NewIssuer(t).URL, Audience: accesstest.Audience})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(context.Background(), server.Config{Store: st, Graphs: map[string]*runner.Graph{"rule_37": g}, Tokens: tokens,
+	url := browsertest.Serve(t, server.Config{Graphs: map[string]*runner.Graph{"rule_37": g}, Tokens: tokens,
 		Keys: access.Keys{access.HashKey(aliceKey): {Tenant: "acme", Name: "alice"}, access.HashKey(bobKey): {Tenant: "acme", Name: "bob"},
 			access.HashKey(otherKey): {Tenant: "other"}},
 		Tests: &testrun.Suite{Checker: checker, Project: proj}, Heartbeat: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		st.Close()
-	})
-	return &served{url: hs.URL, t: t}
+	return &served{url: url, t: t}
 }
 
 // api calls the server as tenant acme and decodes the answer into out.
