@@ -14,7 +14,7 @@ import (
 )
 
 // payoutAgent compiles the payout agent of the definitions in file.
-func payoutAgent(t *testing.T, file string) *runner.Graph {
+func payoutAgent(t testing.TB, file string) *runner.Graph {
 	t.Helper()
 	checker, err := dsl.NewChecker(builtins.Registry())
 	if err != nil {

@@ -25,8 +25,9 @@ import (
 	"github.com/runner-dev/runner/server/browsertest"
 )
 
-// The keys of the suite: two people of tenant acme, and tenant other.
-const aliceKey, bobKey, otherKey = "sk-alice", "sk-bob", "sk-other"
+// The keys of the suite: three people of tenant acme — carol a cfo, who
+// alone may decide a payout — and tenant other.
+const aliceKey, bobKey, carolKey, otherKey = "sk-alice", "sk-bob", "sk-carol", "sk-other"
 
 // rule37Script pauses rule_37 at its approval gate on create_entity, then
 // answers with a reply that tries to run script: a <script> element and a
@@ -38,9 +39,10 @@ const rule37Script = `[
    "usage": {"input": 1300, "output": 12}}]`
 
 // served is runner serve as the suite drives it: the shipped rule_37 on a
-// scripted model, the shipped Tests and the console's testdata ones, a
-// SQLite store, API keys and, beside them, an OIDC issuer's bearer tokens
-// (the console signs in with keys either way).
+// scripted model, the CLI's payout (a gate only a cfo may decide, by two),
+// the shipped Tests and the console's testdata ones, a SQLite store, API
+// keys and, beside them, an OIDC issuer's bearer tokens (the console signs
+// in with keys either way).
 type served struct {
 	url string
 	t   *testing.T
@@ -52,7 +54,7 @@ func serve(t *testing.T) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, diags := dsl.Load("../../pipelines", "../../agents", "../../rules", "testdata")
+	docs, diags := dsl.Load("../../pipelines", "../../agents", "../../rules", "testdata", "../../cmd/runner/testdata/payout.yaml")
 	proj, more := checker.Check(docs)
 	if all := append(diags, more...); all.HasErrors(false) {
 		t.Fatalf("definitions: %v", all)
@@ -65,18 +67,21 @@ func serve(t *testing.T) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := proj.Agents["rule_37"]
-	g, err := checker.Compile(proj, agent.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Agent: agent, Provider: builtins.ScriptedProviders(replies)})
-	if err != nil {
-		t.Fatal(err)
+	graphs := map[string]*runner.Graph{}
+	for _, name := range []string{"rule_37", "payout"} {
+		agent := proj.Agents[name]
+		if graphs[name], err = checker.Compile(proj, agent.Pipeline, dsl.CompileOptions{Tool: builtins.Tool, Agent: agent,
+			Provider: builtins.ScriptedProviders(replies)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tokens, err := access.NewTokens(access.OIDC{Issuer: accesstest.NewIssuer(t).URL, Audience: accesstest.Audience})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := browsertest.Serve(t, server.Config{Graphs: map[string]*runner.Graph{"rule_37": g}, Tokens: tokens,
+	url := browsertest.Serve(t, server.Config{Graphs: graphs, Tokens: tokens,
 		Keys: access.Keys{access.HashKey(aliceKey): {Tenant: "acme", Name: "alice"}, access.HashKey(bobKey): {Tenant: "acme", Name: "bob"},
-			access.HashKey(otherKey): {Tenant: "other"}},
+			access.HashKey(carolKey): {Tenant: "acme", Name: "carol", Roles: []string{"cfo"}}, access.HashKey(otherKey): {Tenant: "other"}},
 		Tests: &testrun.Suite{Checker: checker, Project: proj}, Heartbeat: time.Second})
 	return &served{url: url, t: t}
 }
@@ -104,16 +109,21 @@ func (s *served) api(method, path string, body, out any) {
 	}
 }
 
-// pause starts rule_37 on a new thread id and waits for its gate.
-func (s *served) pause(id string) {
+// pause starts assistant on a new thread id with input and waits for its
+// gate.
+func (s *served) pause(id, assistant string, input map[string]any) {
 	s.t.Helper()
-	s.api("POST", "/threads", map[string]any{"thread_id": id, "metadata": map[string]any{"graph_id": "rule_37"}}, nil)
+	s.api("POST", "/threads", map[string]any{"thread_id": id, "metadata": map[string]any{"graph_id": assistant}}, nil)
 	var out map[string]any
-	s.api("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": "rule_37",
-		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the " + id + " well."}}}}, &out)
+	s.api("POST", "/threads/"+id+"/runs/wait", map[string]any{"assistant_id": assistant, "input": input}, &out)
 	if out["__interrupt__"] == nil {
 		s.t.Fatalf("thread %s did not pause: %v", id, out)
 	}
+}
+
+// well is rule_37's input asking to add well id.
+func well(id string) map[string]any {
+	return map[string]any{"messages": []any{map[string]any{"role": "user", "content": "Add the " + id + " well."}}}
 }
 
 // record is the create_entity record of a thread's tool_results.
@@ -164,7 +174,8 @@ func (b *browser) signIn(key string) {
 // browser context and see the first one's live run go on (and every open
 // inbox drop the card), a model reply's script rendered inert, reject
 // another with a note (keyboard only), edit a third with an invalid then
-// a valid argument, fork a thread from its second checkpoint and continue
+// a valid argument, a payout only a cfo may decide shown in the cfo's
+// inbox (with its quorum) and in no one else's, fork a thread from its second checkpoint and continue
 // it, run the Tests and see the failing one at its file:line, the health
 // page, and another tenant seeing none of it. Each page is screenshot to
 // $RUNNER_SCREENSHOTS/console (default: the test's temporary directory).
@@ -181,7 +192,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	alice.Until("the empty inbox", `document.body.innerText.includes('Nothing waits for a decision')`, 5*time.Second)
 	alice.goTo("/assistants", `!!document.querySelector('.cards a')`)
 	alice.Shot("assistants")
-	alice.Do(chromedp.Click(chromedp.CSS(".cards a")))
+	alice.Do(chromedp.Click(chromedp.Search(`//ul[contains(@class, "cards")]//a[text()="rule_37"]`)))
 	alice.Until("the assistant page", `!!document.querySelector('svg.graph [data-node=approval_node].interrupt') && !!document.querySelector('#in-messages')`, 10*time.Second)
 	if labels := alice.Text(`[...document.querySelectorAll('.edge-label title')].map(t => t.textContent).join('|')`); !strings.Contains(labels, "len(state.pending_tool_calls) > 0") {
 		t.Errorf("the graph's conditional routes are not labelled: %s", labels)
@@ -195,23 +206,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	thread := strings.TrimPrefix(strings.Split(alice.Text(`location.hash`), "/live")[0], "#/threads/")
 	alice.Shot("live-run-paused")
 
-	// Two more threads pause for the reject and the edit.
-	s.pause("reject-me")
-	s.pause("edit-me")
+	// Two more threads pause for the reject and the edit, and a payout
+	// for two cfos.
+	s.pause("reject-me", "rule_37", well("reject-me"))
+	s.pause("edit-me", "rule_37", well("edit-me"))
+	s.pause("pay-me", "payout", map[string]any{"amount": 20000})
 
-	// Bob approves Alice's from his inbox; Alice's live run goes on, and
-	// an inbox open elsewhere drops the card.
+	// Bob approves Alice's from his inbox, which has no payout (he is no
+	// cfo); Alice's live run goes on, and Carol's inbox, open elsewhere
+	// with the payout too, drops the card.
 	bob := open(t, root, s.url, "bob")
 	bob.signIn(bobKey)
-	bob.Until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
+	bob.Until("three approvals read, no payout", `document.querySelectorAll('.inbox-item button.approve').length === 3 &&
+		document.querySelectorAll('.inbox-item').length === 3 && !document.querySelector('.inbox-item a[href="#/threads/pay-me"]')`, 5*time.Second)
 	bob.Shot("inbox")
-	watcher := open(t, root, s.url, "watcher")
-	watcher.signIn(bobKey)
-	watcher.Until("three approvals", `document.querySelectorAll('.inbox-item').length === 3`, 5*time.Second)
+	carol := open(t, root, s.url, "carol")
+	carol.signIn(carolKey)
+	carol.Until("four approvals, the payout with its quorum", `document.querySelectorAll('.inbox-item').length === 4 &&
+		document.querySelector('.inbox-item:has(a[href="#/threads/pay-me"])').textContent.includes('0 of 2 approvals')`, 5*time.Second)
 	card := fmt.Sprintf(`.inbox-item:has(a[href="#/threads/%s"])`, thread)
 	bob.Do(chromedp.Click(chromedp.CSS(card + " button.approve")))
 	decided := time.Now()
-	watcher.Until("the decided approval leaves the other inbox", `document.querySelectorAll('.inbox-item').length === 2`, 3*time.Second)
+	carol.Until("the decided approval leaves the other inbox", `document.querySelectorAll('.inbox-item').length === 3`, 3*time.Second)
 	t.Logf("the decided approval left the other inbox %v after the click", time.Since(decided).Round(time.Millisecond))
 	alice.Until("the live run goes on to its end", `document.querySelector('svg.graph [data-node=output_format].done') !== null &&
 		document.querySelector('.messages').textContent.includes('Created')`, 15*time.Second)
@@ -231,7 +247,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Bob rejects the oldest with a note, by keyboard alone.
-	bob.goTo("/inbox?order=oldest", `document.querySelectorAll('.inbox-item').length === 2`)
+	bob.goTo("/inbox?order=oldest", `document.querySelectorAll('.inbox-item').length === 2 &&
+		document.querySelectorAll('.inbox-item button.approve').length === 2`)
 	bob.Do(chromedp.KeyEvent("j"))
 	bob.Until("the first card has focus", `document.activeElement.classList.contains('inbox-item') &&
 		document.activeElement.querySelector('a[href="#/threads/reject-me"]') !== null`, 3*time.Second)
@@ -259,6 +276,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if rec := s.record("edit-me"); rec == nil || rec["status"] != "SUCCESS" || rec["input"].(map[string]any)["api_number"] != "42-329-12400" {
 		t.Errorf("edited create_entity: %v", rec)
 	}
+	// The payout waits still, in Carol's inbox alone.
+	carol.Until("the payout alone", `document.querySelectorAll('.inbox-item').length === 1 &&
+		!!document.querySelector('.inbox-item a[href="#/threads/pay-me"]') && !!document.querySelector('.inbox-item button.approve')`, 5*time.Second)
+	carol.Shot("inbox-cfo")
 
 	// Alice forks her thread from its second checkpoint and continues it.
 	alice.goTo("/threads/"+thread, `!!document.querySelector('.history [data-checkpoint="2"] button.fork')`)

@@ -7,29 +7,45 @@
 // place; an interrupt node's answer is a form of its resume schema. The
 // decision goes through decide(), the same API call an SDK makes.
 
-import { h, clear, errorBox, pretty, duration } from './dom.js';
+import { h, append, clear, errorBox, pretty, duration } from './dom.js';
 import { schemaForm, validate } from './schema.js';
 
 // approvalCard returns the card of interrupt intr ({id, value}) of a
 // thread; tools maps tool names to their parameter schemas; decide(body)
 // sends a decision: {decisions: [...]} for a gate, {resume: v} else.
 export function approvalCard(intr, { tools = {}, decide, heading = null, idPrefix = 'a' }) {
-  const v = intr.value || {};
-  const extra = v.runner || {};
-  const actions = v.action_requests || [];
-  const msg = h('div', { class: 'decision-msg', 'aria-live': 'polite' });
-  const body = h('div', { class: 'decide' });
+  const extra = (intr.value || {}).runner || {};
   const card = h('section', { class: 'card approval', 'data-interrupt': intr.id, tabindex: '-1', 'aria-label': `approval ${extra.rule || extra.kind || ''}` },
-    heading,
+    heading, approvalFacts(intr.value));
+  append(card, approvalDecisions(card, intr, { tools, decide, idPrefix }));
+  return card;
+}
+
+// approvalFacts shows what an approval (an interrupt's value) holds: its
+// rule or kind, checkpoint type, expiry countdown, quorum progress, the
+// rule's message, and each held call's tool and arguments.
+export function approvalFacts(value) {
+  const v = value || {};
+  const extra = v.runner || {};
+  return [
     h('p', { class: 'rule' }, extra.rule ? h('code', { text: extra.rule }) : h('code', { text: extra.kind || 'interrupt' }),
       extra.checkpoint_type ? h('span', { class: 'tag', text: extra.checkpoint_type }) : null,
       countdown(extra.expires_at), quorum(extra)),
     extra.message ? h('p', { class: 'message', text: extra.message }) : null,
-    actions.map(a => h('div', { class: 'action' },
+    (v.action_requests || []).map(a => h('div', { class: 'action' },
       h('p', {}, h('span', { class: 'muted', text: 'tool ' }), h('code', { class: 'tool', text: a.name })),
       a.description && a.description !== extra.message ? h('p', { text: a.description }) : null,
-      h('pre', { class: 'json args', text: pretty(a.args) }))),
-    body, msg);
+      h('pre', { class: 'json args', text: pretty(a.args) })))];
+}
+
+// approvalDecisions offers the decisions interrupt intr allows, sent with
+// decide(body); card is the card they sit in, its buttons disabled while
+// a decision is on its way and marked decided after.
+export function approvalDecisions(card, intr, { tools = {}, decide, idPrefix = 'a' }) {
+  const v = intr.value || {};
+  const actions = v.action_requests || [];
+  const msg = h('div', { class: 'decision-msg', 'aria-live': 'polite' });
+  const body = h('div', { class: 'decide' });
   const send = async (payload, what) => {
     for (const b of card.querySelectorAll('button')) b.disabled = true;
     try {
@@ -42,8 +58,8 @@ export function approvalCard(intr, { tools = {}, decide, heading = null, idPrefi
     }
   };
   if (actions.length) gate(body, actions, v.review_configs || [], tools, send, idPrefix);
-  else answer(body, extra, send, idPrefix);
-  return card;
+  else answer(body, v.runner || {}, send, idPrefix);
+  return [body, msg];
 }
 
 // gate offers a gated round's decisions, each applied to all its calls
