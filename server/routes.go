@@ -93,6 +93,7 @@ func (s *Server) endpoints() []endpoint {
 		{pattern: "GET /threads/{thread}/state/{checkpoint}", summary: "A thread's state at a checkpoint", reply: object, handle: s.getState},
 		{pattern: "POST /threads/{thread}/state", summary: "Write values to a thread as a node would", body: object, reply: object, handle: s.updateState},
 		{pattern: "POST /threads/{thread}/history", summary: "A thread's states, newest first", body: object, reply: objects, handle: s.history},
+		{pattern: "GET /threads/{thread}/history", summary: "A thread's states, newest first (limit, before in the query)", reply: objects, handle: s.history},
 		{pattern: "GET /threads/{thread}/stream", summary: "Stream the events of a thread's runs", stream: true, handle: s.threadStream},
 		{pattern: "POST /threads/{thread}/copy", summary: "Fork a thread from a checkpoint into a new thread", body: object, reply: object, handle: s.copyThread},
 

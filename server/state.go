@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/runner-dev/runner/runner"
 	"github.com/runner-dev/runner/runner/store"
@@ -83,11 +84,8 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var q struct {
-		Limit  int `json:"limit"`
-		Before any `json:"before"`
-	}
-	if err := decodeBody(r, &q); err != nil {
+	q, err := historyQuery(r)
+	if err != nil {
 		return err
 	}
 	before, err := parseCheckpoint(checkpointIn(q.Before))
@@ -122,6 +120,31 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// historyRequest is what a history request asks for: at most Limit
+// states (default 10), older than the checkpoint Before.
+type historyRequest struct {
+	Limit  int `json:"limit"`
+	Before any `json:"before"`
+}
+
+// historyQuery reads a history request from a POST's body or, as
+// LangGraph serves it too, a GET's query (limit, before).
+func historyQuery(r *http.Request) (q historyRequest, err error) {
+	if r.Method == http.MethodPost {
+		return q, decodeBody(r, &q)
+	}
+	v := r.URL.Query()
+	if l := v.Get("limit"); l != "" {
+		if q.Limit, err = strconv.Atoi(l); err != nil || q.Limit < 0 {
+			return q, fieldProblem("limit", "a number of checkpoints, not %q", l)
+		}
+	}
+	if b := v.Get("before"); b != "" {
+		q.Before = b
+	}
+	return q, nil
 }
 
 // checkpointIn reads a checkpoint id given as a string, {checkpoint_id}

@@ -128,6 +128,10 @@ func TestThreads(t *testing.T) {
 	if len(before) == 0 || before[0].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"] != older {
 		t.Errorf("history before %s = %v", cp, before)
 	}
+	if got := e.list("GET", "/threads/t1/history?limit=1&before="+cp, nil); len(got) != 1 || got[0].(map[string]any)["checkpoint"].(map[string]any)["checkpoint_id"] != older {
+		t.Errorf("GET history?limit=1&before=%s = %v", cp, got)
+	}
+	e.call("GET", "/threads/t1/history?limit=-1", nil, 422)
 	e.call("DELETE", "/threads/t1", nil, 204)
 	e.call("GET", "/threads/t1", nil, 404)
 	if _, err := e.store.History(context.Background(), "t1"); err == nil {
