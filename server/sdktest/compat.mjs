@@ -431,6 +431,27 @@ served("crons", "crons: create on a thread and stateless, search, count, update,
   await expectStatus(404, () => client.crons.update(onThread.cron_id, { enabled: true }));
 });
 
+check("store: put, get (null when missing), search by prefix and filter, namespaces, delete", async () => {
+  const run = `s${Date.now()}`; // this run's own namespace, apart from earlier runs'
+  await client.store.putItem([run, "u1"], "editor", { fact: "uses Helix", kind: "pref" });
+  await client.store.putItem([run, "u1", "notes"], "n1", { fact: "likes tea", kind: "note" });
+  await client.store.putItem([run, "u2"], "editor", { fact: "uses vim", kind: "pref" });
+  const got = await client.store.getItem([run, "u1"], "editor");
+  assert.deepEqual(got.namespace, [run, "u1"]);
+  assert.equal(got.key, "editor");
+  assert.deepEqual(got.value, { fact: "uses Helix", kind: "pref" });
+  assert.ok(got.created_at && got.updated_at, `item ${JSON.stringify(got)}`);
+  assert.equal(await client.store.getItem([run, "u1"], "nope"), null);
+  const prefs = await client.store.searchItems([run], { filter: { kind: "pref" } });
+  assert.deepEqual(prefs.items.map((i) => i.namespace.join(".")).sort(), [`${run}.u1`, `${run}.u2`]);
+  const u1 = await client.store.searchItems([run, "u1"]);
+  assert.deepEqual(u1.items.map((i) => i.key).sort(), ["editor", "n1"], "a prefix takes the namespaces below it");
+  const ns = await client.store.listNamespaces({ prefix: [run], maxDepth: 2 });
+  assert.deepEqual(ns.namespaces, [[run, "u1"], [run, "u2"]]);
+  await client.store.deleteItem([run, "u1"], "editor");
+  assert.equal(await client.store.getItem([run, "u1"], "editor"), null);
+});
+
 check("unknown thread is 404", async () => {
   await expectStatus(404, () => client.threads.get("00000000-0000-4000-8000-000000000000"));
 });
