@@ -90,9 +90,10 @@ type HookConfig struct {
 // hookKeys are the settings of a hook.
 var hookKeys = []string{"name", "url", "secret_env", "events", "template"}
 
-// webhooksConfig reads runner.yaml's webhooks from k: a list of hooks,
-// or a map, one hook named default.
-func webhooksConfig(k *koanf.Koanf) ([]HookConfig, error) {
+// webhooksConfig reads the webhooks of the settings file file (loaded
+// in k): a list of hooks, or a map, one hook named default. A setting in
+// error is named at its position in file.
+func webhooksConfig(k *koanf.Koanf, file string) ([]HookConfig, error) {
 	var list []any
 	switch v := k.Get("webhooks").(type) {
 	case nil:
@@ -108,11 +109,11 @@ func webhooksConfig(k *koanf.Koanf) ([]HookConfig, error) {
 	for i, h := range list {
 		m, ok := h.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("webhooks[%d]: a hook is a map ({name: ..., url: ..., secret_env: ...}), not %v", i, h)
+			return nil, hookAt(file, i, "", fmt.Errorf("webhooks[%d]: a hook is a map ({name: ..., url: ..., secret_env: ...}), not %v", i, h))
 		}
 		for key := range m {
 			if !slices.Contains(hookKeys, key) {
-				return nil, fmt.Errorf("webhooks[%d]: no setting %q; a hook has %s", i, key, strings.Join(hookKeys, ", "))
+				return nil, hookAt(file, i, key, fmt.Errorf("webhooks[%d]: no setting %q; a hook has %s", i, key, strings.Join(hookKeys, ", ")))
 			}
 		}
 		b, err := json.Marshal(m)
@@ -121,7 +122,7 @@ func webhooksConfig(k *koanf.Koanf) ([]HookConfig, error) {
 		}
 		var bad *json.UnmarshalTypeError
 		if errors.As(err, &bad) {
-			return nil, fmt.Errorf("webhooks[%d].%s: want %s, not a %s", i, bad.Field, bad.Type, bad.Value)
+			return nil, hookAt(file, i, bad.Field, fmt.Errorf("webhooks[%d].%s: want %s, not a %s", i, bad.Field, bad.Type, bad.Value))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("webhooks[%d]: %w", i, err)
@@ -139,22 +140,22 @@ func webhooks(file string, hooks []HookConfig) (server.Webhooks, error) {
 	var w server.Webhooks
 	for i, c := range hooks {
 		if c.Name == "" {
-			return w, fmt.Errorf("webhooks[%d]: no name; give each hook a name (name: ops)", i)
+			return w, hookAt(file, i, "", fmt.Errorf("webhooks[%d]: no name; give each hook a name (name: ops)", i))
 		}
 		h := server.Hook{Name: c.Name, URL: c.URL, Events: server.WebhookEvents}
 		if c.Events != nil {
 			h.Events = *c.Events
 		}
 		if c.SecretEnv == "" {
-			return w, fmt.Errorf("webhooks %s: no secret_env; name the environment variable that holds its whsec_ secret", c.Name)
+			return w, hookAt(file, i, "", fmt.Errorf("webhooks %s: no secret_env; name the environment variable that holds its whsec_ secret", c.Name))
 		}
 		v := os.Getenv(c.SecretEnv)
 		if v == "" {
-			return w, fmt.Errorf("webhooks %s: secret_env names %s, which is not set; set it to a whsec_ secret", c.Name, c.SecretEnv)
+			return w, hookAt(file, i, "secret_env", fmt.Errorf("webhooks %s: secret_env names %s, which is not set; set it to a whsec_ secret", c.Name, c.SecretEnv))
 		}
 		var err error
 		if h.Secret, err = server.ParseWebhookSecret(v); err != nil {
-			return w, fmt.Errorf("webhooks %s: %s: %w", c.Name, c.SecretEnv, err)
+			return w, hookAt(file, i, "secret_env", fmt.Errorf("webhooks %s: %s: %w", c.Name, c.SecretEnv, err))
 		}
 		if h.Template, err = hookTemplate(file, i, c.Template); err != nil {
 			return w, fmt.Errorf("webhooks %s: template: %w", c.Name, err)
@@ -199,22 +200,46 @@ func hookTemplate(file string, i int, src string) (server.Template, error) {
 	}, nil
 }
 
+// hookAt puts before err the position in the settings file file of the
+// setting key of its i-th hook (of the hook itself when key is ""), when
+// it is found there.
+func hookAt(file string, i int, key string, err error) error {
+	text, _ := os.ReadFile(file)
+	n := hookNode(text, i)
+	if key != "" {
+		n = mapValue(n, key)
+	}
+	if file == "" || n == nil || n.Line == 0 {
+		return err
+	}
+	return fmt.Errorf("%s:%d:%d: %w", file, n.Line, n.Column, err)
+}
+
 // settingNode is the YAML node of the setting key of the i-th hook of
-// the settings file text (the hook's map, when webhooks is one), for
-// positions; a bare node where it is not found.
+// the settings file text, for positions; a bare node where it is not
+// found.
 func settingNode(text []byte, i int, key string) *goyaml.Node {
-	var doc goyaml.Node
-	if goyaml.Unmarshal(text, &doc) != nil || len(doc.Content) == 0 {
-		return &goyaml.Node{Kind: goyaml.ScalarNode}
-	}
-	hook := mapValue(doc.Content[0], "webhooks")
-	if hook != nil && hook.Kind == goyaml.SequenceNode && i < len(hook.Content) {
-		hook = hook.Content[i]
-	}
-	if v := mapValue(hook, key); v != nil {
+	if v := mapValue(hookNode(text, i), key); v != nil {
 		return v
 	}
 	return &goyaml.Node{Kind: goyaml.ScalarNode}
+}
+
+// hookNode is the YAML node of the i-th hook of the settings file text
+// (the webhooks map, when it is one hook), nil where there is none.
+func hookNode(text []byte, i int) *goyaml.Node {
+	var doc goyaml.Node
+	if goyaml.Unmarshal(text, &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	hook := mapValue(doc.Content[0], "webhooks")
+	if hook != nil && hook.Kind == goyaml.SequenceNode {
+		if i >= len(hook.Content) {
+			return nil
+		}
+		hook = hook.Content[i]
+	}
+	return hook
 }
 
 // mapValue is the value of key in the mapping node m, nil if none.
@@ -302,7 +327,7 @@ func loadConfig(cmd *cobra.Command) (*Config, error) {
 	if err := k.UnmarshalWithConf("serve", &cfg.Serve.Limits, koanf.UnmarshalConf{Tag: "yaml"}); err != nil {
 		return nil, fmt.Errorf("serve settings: %w", err)
 	}
-	if cfg.Webhooks, err = webhooksConfig(k); err != nil {
+	if cfg.Webhooks, err = webhooksConfig(k, name); err != nil {
 		return nil, err
 	}
 	if cfg.OIDC, err = oidcSettings(k); err != nil {

@@ -215,7 +215,7 @@ func TestServeWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("HOOK_SECRET", "")
-	if _, err := webhooks("runner.yaml", one); err == nil || !strings.Contains(err.Error(), "default: secret_env names HOOK_SECRET, which is not set") {
+	if _, err := webhooks("runner.yaml", one); err == nil || !strings.Contains(err.Error(), "runner.yaml:3:15: webhooks default: secret_env names HOOK_SECRET, which is not set") {
 		t.Errorf("secret unset: %v", err)
 	}
 	t.Setenv("HOOK_SECRET", "hunter2")
@@ -266,12 +266,12 @@ func TestServeWebhooks(t *testing.T) {
 	}
 
 	for _, c := range []struct{ yaml, want string }{
-		{"webhooks:\n  - {url: https://a.example, secret_env: HOOK_SECRET}\n", "webhooks[0]: no name"},
-		{"webhooks:\n  - {name: a, url: https://a.example, secret: x}\n", `webhooks[0]: no setting "secret"`},
-		{"webhooks:\n  - {name: a, events: run.failed}\n", "webhooks[0].events: want []string, not a string"},
-		{"webhooks:\n  - https://a.example\n", "webhooks[0]: a hook is a map"},
+		{"webhooks:\n  - {url: https://a.example, secret_env: HOOK_SECRET}\n", "runner.yaml:2:5: webhooks[0]: no name"},
+		{"webhooks:\n  - {name: a, url: https://a.example, secret: x}\n", `runner.yaml:2:47: webhooks[0]: no setting "secret"`},
+		{"webhooks:\n  - {name: a, events: run.failed}\n", "runner.yaml:2:23: webhooks[0].events: want []string, not a string"},
+		{"webhooks:\n  - https://a.example\n", "runner.yaml:2:5: webhooks[0]: a hook is a map"},
 		{"webhooks: https://a.example\n", "webhooks: a list of hooks"},
-		{"webhooks:\n  - {name: a, url: https://a.example}\n", "webhooks a: no secret_env"},
+		{"webhooks:\n  - {name: a, url: https://a.example}\n", "runner.yaml:2:5: webhooks a: no secret_env"},
 		{"webhooks:\n  - name: a\n    secret_env: HOOK_SECRET\n    template: '{\"text\": data.thread_id +}'\n",
 			"webhooks a: template: runner.yaml:4:"},
 		{"webhooks:\n  - name: a\n    secret_env: HOOK_SECRET\n    template: '{\"text\": evnt}'\n",
