@@ -140,13 +140,9 @@ func (s *pgStore) ClaimEscalation(ctx context.Context, id string, due, until tim
 }
 
 func (s *pgStore) Approvals(ctx context.Context, q store.ApprovalQuery) ([]*store.Approval, error) {
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	meets := func(keys []string) string { return "reviewers && " + arg(keys) + "::text[]" }
-	return s.approvals(ctx, `SELECT `+pgApprovalColumns+` FROM approvals `+q.SQL(arg, meets), args...)
+	args := store.Args{Mark: "$"}
+	meets := func(keys []string) string { return "reviewers && " + args.Add(keys) + "::text[]" }
+	return s.approvals(ctx, `SELECT `+pgApprovalColumns+` FROM approvals `+q.SQL(args.Add, meets), args.List...)
 }
 
 // approvals runs a select of pgApprovalColumns, once more if the

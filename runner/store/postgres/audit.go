@@ -116,14 +116,11 @@ func (s *pgStore) AppendAudit(ctx context.Context, recs ...*store.AuditRecord) e
 }
 
 func (s *pgStore) Audit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
-	var args []any
-	sql := q.SQL(func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	})
+	args := store.Args{Mark: "$"}
+	sql := q.SQL(args.Add)
 	var out []*store.AuditRecord
 	err := s.retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, sql, args...)
+		rows, err := s.pool.Query(ctx, sql, args.List...)
 		if err != nil {
 			return err
 		}

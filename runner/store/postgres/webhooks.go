@@ -117,12 +117,9 @@ func (s *pgStore) Settle(ctx context.Context, d *store.Delivery) error {
 }
 
 func (s *pgStore) Deliveries(ctx context.Context, q store.DeliveryQuery) ([]*store.Delivery, error) {
-	var args []any
-	where := q.SQL(func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	})
-	out, err := s.deliveries(ctx, `SELECT `+pgDeliveryColumns+` FROM webhooks `+where, args...)
+	args := store.Args{Mark: "$"}
+	where := q.SQL(args.Add)
+	out, err := s.deliveries(ctx, `SELECT `+pgDeliveryColumns+` FROM webhooks `+where, args.List...)
 	if err != nil {
 		return nil, fmt.Errorf("store: deliveries: %w", fault(err))
 	}

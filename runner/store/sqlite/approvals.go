@@ -125,16 +125,12 @@ func (s *sqliteStore) ClaimEscalation(ctx context.Context, id string, due, until
 }
 
 func (s *sqliteStore) Approvals(ctx context.Context, q store.ApprovalQuery) ([]*store.Approval, error) {
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("?%d", len(args))
-	}
+	args := store.Args{Mark: "?"}
 	meets := func(keys []string) string {
 		list, _ := json.Marshal(keys)
-		return "EXISTS (SELECT 1 FROM json_each(reviewers) r WHERE r.value IN (SELECT value FROM json_each(" + arg(string(list)) + ")))"
+		return "EXISTS (SELECT 1 FROM json_each(reviewers) r WHERE r.value IN (SELECT value FROM json_each(" + args.Add(string(list)) + ")))"
 	}
-	return s.approvals(ctx, `SELECT `+sqliteApprovalColumns+` FROM approvals `+q.SQL(arg, meets), args...)
+	return s.approvals(ctx, `SELECT `+sqliteApprovalColumns+` FROM approvals `+q.SQL(args.Add, meets), args.List...)
 }
 
 // approvals runs a select of sqliteApprovalColumns.

@@ -91,12 +91,9 @@ func (s *sqliteStore) AppendAudit(ctx context.Context, recs ...*store.AuditRecor
 }
 
 func (s *sqliteStore) Audit(ctx context.Context, q store.AuditQuery) ([]*store.AuditRecord, error) {
-	var args []any
-	query := q.SQL(func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("?%d", len(args))
-	})
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	args := store.Args{Mark: "?"}
+	query := q.SQL(args.Add)
+	rows, err := s.r.QueryContext(ctx, query, args.List...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit: %w", fault(err))
 	}
